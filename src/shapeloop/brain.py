@@ -1,0 +1,183 @@
+"""The one protocol a model backend implements, its reply and usage types, and the scripted brain.
+
+A brain answers one question: given the conversation so far and a JSON schema (or None for prose),
+what does the model say? Everything else (modes, retries of shape, repeats, tools) is the loop's.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+from shapeloop.errors import BackendError, SchemaRefused
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(TypedDict):
+    """One turn of the conversation, as chat APIs take it."""
+
+    role: Role
+    content: str
+
+
+class Finish(str, enum.Enum):
+    """Why generation stopped."""
+
+    STOP = "stop"
+    """The model ended its turn."""
+    LENGTH = "length"
+    """The reply hit the token limit and was cut off."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Token counts for one reply, or totals for a run.
+
+    Attributes:
+        prompt_tokens: tokens of prompt the request covered (evaluated plus reused).
+        completion_tokens: tokens generated.
+        cached_tokens: prompt tokens reused from a cache rather than evaluated again.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens the backend had to evaluate (not found in its cache)."""
+        return self.prompt_tokens - self.cached_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """What a brain returns for one question.
+
+    Attributes:
+        text: the reply text, exactly as generated.
+        usage: token counts, when the backend reports them.
+        finish: why generation stopped.
+        engine: which decoding path ran, when the backend has several (e.g. ``"llguidance"``).
+        thinking: a thinking model's reasoning, kept apart so it is never read as the step.
+    """
+
+    text: str
+    usage: Usage | None = None
+    finish: Finish = Finish.STOP
+    engine: str | None = None
+    thinking: str | None = None
+
+
+@runtime_checkable
+class Brain(Protocol):
+    """Anything that can answer a conversation, optionally constrained to a JSON schema."""
+
+    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
+        """Return the model's reply.
+
+        Args:
+            messages: the conversation, oldest first.
+            schema: a JSON schema the reply must satisfy (constrained decoding), or None to let
+                the model answer in prose.
+
+        Raises:
+            SchemaRefused: the backend cannot constrain to ``schema``.
+            BackendError: no reply could be had.
+        """
+        ...
+
+
+BrainFunction = Callable[[list[Message]], "str | Reply"]
+Scripted = str | Reply | BaseException
+
+
+@dataclass(frozen=True, kw_only=True)
+class Asked:
+    """One question a :class:`ScriptedBrain` was asked."""
+
+    messages: list[Message]
+    schema: Mapping[str, Any] | None
+
+
+class ScriptedBrain:
+    """A brain for tests: replays a list of replies, or calls a function of the messages.
+
+    ``ScriptedBrain(["...", "..."])`` returns the strings in order; an item may also be a
+    :class:`Reply` (to script usage or a length stop) or an exception to raise.
+    ``ScriptedBrain(fn)`` calls ``fn(messages)`` with the messages as a list of
+    ``{"role": ..., "content": ...}`` dicts and returns what it returns.
+
+    Args:
+        script: the replies, or the function.
+        refuse_schema: raise :class:`SchemaRefused` whenever a schema is passed, like a backend
+            that cannot constrain decoding.
+
+    Attributes:
+        asked: every question asked so far, with its messages and schema.
+    """
+
+    def __init__(
+        self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False
+    ) -> None:
+        self._fn: BrainFunction | None = script if callable(script) else None
+        self._replies: list[Scripted] = [] if callable(script) else list(script)
+        self.refuse_schema = refuse_schema
+        self.asked: list[Asked] = []
+
+    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
+        """Return the next scripted reply."""
+        copied: list[Message] = [Message(role=m["role"], content=m["content"]) for m in messages]
+        if schema is not None and self.refuse_schema:
+            raise SchemaRefused("this scripted brain refuses schemas", backend="scripted")
+        self.asked.append(Asked(messages=copied, schema=schema))
+        item = self._next(copied)
+        if isinstance(item, BaseException):
+            raise item
+        return item if isinstance(item, Reply) else Reply(text=item)
+
+    def _next(self, messages: list[Message]) -> Scripted:
+        if self._fn is not None:
+            return self._fn(messages)
+        if not self._replies:
+            raise BackendError(
+                f"the scripted brain ran out of replies after {len(self.asked) - 1}",
+                backend="scripted",
+            )
+        return self._replies.pop(0)
+
+
+class _CallableBrain:
+    """Adapts a plain function ``fn(messages, schema) -> str | Reply`` to :class:`Brain`."""
+
+    def __init__(self, fn: Callable[[list[Message], Mapping[str, Any] | None], str | Reply]) -> None:
+        self._fn = fn
+
+    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
+        out = self._fn(list(messages), schema)
+        return out if isinstance(out, Reply) else Reply(text=out)
+
+
+def as_brain(brain: Any) -> Brain:
+    """Return ``brain`` if it has ``ask``; wrap a plain ``fn(messages, schema)`` otherwise."""
+    if hasattr(brain, "ask"):
+        return brain  # type: ignore[no-any-return]
+    if callable(brain):
+        return _CallableBrain(brain)
+    raise TypeError(
+        f"a brain needs an ask(messages, schema) method or must be callable; got {type(brain).__name__}"
+    )

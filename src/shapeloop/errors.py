@@ -1,0 +1,91 @@
+"""Every exception shapeloop raises.
+
+The model's mistakes (a bad shape, a bad argument, a failing tool) are not exceptions: they become
+text the model reads on its next step. These are the caller's and the machine's mistakes::
+
+    ShapeloopError
+    ├── BackendError            a backend could not produce a reply
+    │   ├── SchemaRefused       the backend will not constrain to this schema (the run goes to prose)
+    │   ├── ContextOverflow     the prompt does not fit the model's context window
+    │   └── BackendUnavailable  the server or model cannot be reached (says how to fix it)
+    ├── ToolFailure             raised inside a tool; the loop turns it into ``ERROR: ...``
+    │   └── OutsideWorkspace    a path that would leave the workspace
+    └── CatalogueError          the model catalogue or its cache
+        ├── UnknownModel        a name that is neither in the catalogue nor a GGUF file
+        └── ChecksumMismatch    an assembled model whose sha256 is not the pinned one
+"""
+
+from __future__ import annotations
+
+
+class ShapeloopError(Exception):
+    """Base of every shapeloop exception."""
+
+
+class BackendError(ShapeloopError):
+    """A backend failed to produce a reply.
+
+    Attributes:
+        backend: short name of the backend that failed (``"llamacpp"``, ``"ollama"``...).
+    """
+
+    def __init__(self, message: str, *, backend: str = "") -> None:
+        super().__init__(message)
+        self.backend = backend
+
+
+class SchemaRefused(BackendError):
+    """The backend refuses to constrain output to the given JSON schema.
+
+    The loop catches this, switches the run to prose mode and asks again without spending a step.
+    """
+
+
+class ContextOverflow(BackendError):
+    """The prompt does not fit the context window.
+
+    Attributes:
+        prompt_tokens: tokens the prompt needs.
+        context_window: tokens the window holds.
+    """
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int, context_window: int, backend: str = ""
+    ) -> None:
+        super().__init__(message, backend=backend)
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+
+    @property
+    def overflow(self) -> int:
+        """How many tokens too many."""
+        return self.prompt_tokens - self.context_window
+
+
+class BackendUnavailable(BackendError):
+    """The server or the model cannot be reached; the message says what to run."""
+
+
+class ToolFailure(ShapeloopError):
+    """Raised by a tool to report a failure; the model sees ``ERROR: <message>``."""
+
+
+class OutsideWorkspace(ToolFailure):
+    """A path that resolves outside the workspace root."""
+
+
+class CatalogueError(ShapeloopError):
+    """A problem with the model catalogue or its local cache."""
+
+
+class UnknownModel(CatalogueError):
+    """A model name that is neither in the catalogue nor a path to a GGUF file."""
+
+
+class ChecksumMismatch(CatalogueError):
+    """An assembled model file whose sha256 differs from the pinned one."""
+
+    def __init__(self, message: str, *, expected: str, actual: str) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual

@@ -1,0 +1,183 @@
+"""Reading a step out of a prose reply. Pure functions, no I/O, never raises on any text.
+
+The step is the *last* object in the reply that validates, not the span from the first ``{`` to the
+last ``}``: real replies carry drafts, second thoughts after a correct object, braces inside strings
+and whole programs inside string values. The scan is string-aware and linear in the reply's length.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from shapeloop.step import Step
+
+_FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
+_THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
+# Characters that may stand between tokens of a JSON object (outside strings): structure,
+# whitespace, numbers and the letters of true/false/null. Anything else means "this is prose".
+_JSON_BARE = frozenset(" \t\r\n:,[]0123456789-+.eEtruefalsn")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Extraction:
+    """What :func:`extract_step` found, and how.
+
+    Attributes:
+        step: the step, or None when the reply holds none.
+        objects: how many balanced ``{...}`` objects the scan found.
+        chosen: index of the winning object, counting objects in the order they close; None when
+            the whole reply was the step or no step was found.
+        whole: the whole reply (after stripping) parsed as the step.
+        stripped: what was removed before reading: ``"think"`` blocks and code ``"fence"`` lines.
+        error: why no step was found, or why the most recent object was not a step.
+    """
+
+    step: Step | None
+    objects: int = 0
+    chosen: int | None = None
+    whole: bool = False
+    stripped: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """One readable line: what was done to find the step."""
+        removed = f" after stripping {' and '.join(self.stripped)}" if self.stripped else ""
+        if self.step is not None and self.whole:
+            return f"the whole reply was the step{removed}"
+        if self.step is not None:
+            return f"object {(self.chosen or 0) + 1} of {self.objects} was the step{removed}"
+        return f"no step among {self.objects} object(s){removed}: {self.error}"
+
+
+def extract_step(text: str) -> Extraction:
+    """Find the step in a model's reply.
+
+    The whole reply is tried first. Otherwise ``<think>`` blocks and code-fence lines are stripped,
+    every balanced object is found with a string-aware scan, and they are tried last first; the
+    first that validates as a :class:`Step` wins.
+    """
+    cleaned, stripped = strip_wrappers(text)
+    whole = _as_step(cleaned.strip())
+    if isinstance(whole, Step):
+        return Extraction(step=whole, whole=True, stripped=stripped)
+    found = _last_step(cleaned, stripped)
+    if found.step is None and stripped:
+        # A think tag or fence line inside a string value: read the reply as it came.
+        raw = _last_step(text, ())
+        if raw.step is not None:
+            return raw
+    return found
+
+
+def strip_wrappers(text: str) -> tuple[str, tuple[str, ...]]:
+    """Remove ``<think>...</think>`` blocks and code-fence lines; say which were removed."""
+    stripped: list[str] = []
+    without_think = _strip_think(text)
+    if without_think != text:
+        stripped.append("think")
+    without_fences = _FENCE.sub("", without_think)
+    if without_fences != without_think:
+        stripped.append("fence")
+    return without_fences, tuple(stripped)
+
+
+def find_objects(text: str) -> list[tuple[int, int]]:
+    """Spans ``(start, end)`` of balanced ``{...}`` objects, in the order they close.
+
+    Quotes are tracked only inside an object, so apostrophes and quotes in prose do not matter;
+    braces inside strings do not count. When an object turns out to be prose (a character that
+    cannot stand between JSON tokens), the scan forgets the open braces and, if a string was
+    opened inside it, rescans from just after that quote: that quote was most likely prose, and
+    it hid the real object's braces. Rescanning is bounded, so the scan is linear.
+    """
+    n = len(text)
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []
+    in_string = False
+    string_start = -1
+    budget = 3 * n + 64
+    i = 0
+    while i < n:
+        budget -= 1
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            in_string = c != '"'
+        elif not stack:
+            if c == "{":
+                stack.append(i)
+        elif c == '"':
+            in_string, string_start = True, i
+        elif c == "{":
+            stack.append(i)
+        elif c == "}":
+            spans.append((stack.pop(), i + 1))
+        elif c not in _JSON_BARE:
+            rescan = string_start > stack[0] and budget > 0
+            stack.clear()
+            if rescan:
+                i = string_start + 1
+                continue
+        i += 1
+    return spans
+
+
+def _strip_think(text: str) -> str:
+    for open_tag, close_tag in _THINK_TAGS:
+        if open_tag not in text:
+            continue
+        parts: list[str] = []
+        pos = 0
+        while (start := text.find(open_tag, pos)) != -1:
+            end = text.find(close_tag, start)
+            if end == -1:
+                break
+            parts.append(text[pos:start])
+            pos = end + len(close_tag)
+        parts.append(text[pos:])
+        text = "".join(parts)
+    return text
+
+
+def _last_step(text: str, stripped: tuple[str, ...]) -> Extraction:
+    spans = find_objects(text)
+    error = "the reply holds no JSON object" if not spans else None
+    parse_budget = 8 * len(text) + 1024
+    for index in range(len(spans) - 1, -1, -1):
+        start, end = spans[index]
+        parse_budget -= end - start
+        if parse_budget < 0:
+            error = error or "too many nested objects to read"
+            break
+        result = _as_step(text[start:end])
+        if isinstance(result, Step):
+            return Extraction(
+                step=result, objects=len(spans), chosen=index, stripped=stripped, error=error
+            )
+        error = error or result
+    return Extraction(step=None, objects=len(spans), stripped=stripped, error=error)
+
+
+def _as_step(candidate: str) -> Step | str:
+    """The candidate as a step, or a short reason why it is not one."""
+    if not candidate.startswith("{"):
+        return "the reply is not a JSON object"
+    try:
+        data = json.loads(candidate, strict=False)
+    except (ValueError, RecursionError) as exc:
+        return f"invalid JSON ({exc})"
+    if not isinstance(data, dict):
+        return "the JSON is not an object"
+    try:
+        return Step.model_validate(data)
+    except ValidationError as exc:
+        return "not a valid step: " + "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors()
+        )

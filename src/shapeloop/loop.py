@@ -1,0 +1,353 @@
+"""The loop: ask the model for a step, run the tool it names, feed the result back, and stop with
+a reason a person can read."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
+from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.events import (
+    AnswerGiven,
+    AnswerRejected,
+    Event,
+    Mode,
+    ModeChanged,
+    RepeatNoticed,
+    ReplyCut,
+    ReplyReceived,
+    ReplyUnreadable,
+    RunStopped,
+    Sink,
+    StepBegan,
+    StopReason,
+    ThoughtGiven,
+    ToolCalled,
+    ToolReturned,
+    Transcript,
+)
+from shapeloop.extract import extract_step
+from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
+from shapeloop import prompts
+from shapeloop.step import Step, flat_schema, step_schema
+from shapeloop.tools import Approver, Tool, ToolCall, Toolbox, ToolStatus
+
+Acceptor = Callable[[str], "bool | str"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRun:
+    """How a run went.
+
+    Attributes:
+        stop: why it ended; only ``answered`` carries an accepted answer.
+        reason: a sentence a person can read, naming the facts (the call, the count, the limit).
+        answer: the accepted answer, or None.
+        steps: how many steps were asked of the model (a switch to prose mode costs none).
+        mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
+        usage: token totals, when the backend reported them.
+        transcript: every message and event, in order.
+        events: the events, as emitted.
+    """
+
+    stop: StopReason
+    reason: str
+    answer: str | None
+    steps: int
+    mode: Mode
+    usage: Usage | None
+    transcript: Transcript
+    events: tuple[Event, ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """The run ended with an accepted answer."""
+        return self.stop is StopReason.ANSWERED
+
+    @property
+    def messages(self) -> list[Message]:
+        """The whole conversation, to continue it in another run (``history=``)."""
+        return self.transcript.messages
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as plain data (for ``--json``)."""
+        usage = None
+        if self.usage is not None:
+            usage = {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "cached_tokens": self.usage.cached_tokens,
+                "total_tokens": self.usage.total_tokens,
+            }
+        return {
+            "stop": self.stop.value,
+            "reason": self.reason,
+            "answer": self.answer,
+            "steps": self.steps,
+            "mode": self.mode.value,
+            "usage": usage,
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+def run_agent(
+    brain: Brain | Callable[..., Any],
+    tools: Iterable[Tool],
+    task: str,
+    *,
+    max_steps: int = 12,
+    max_result_chars: int = 4000,
+    stuck_limit: int = 2,
+    accept_answer: Acceptor | None = None,
+    approve: Approver | None = None,
+    on_event: Sink | Sequence[Sink] | None = None,
+    system: str | None = None,
+    allow_tools: Iterable[str] | None = None,
+    deny_tools: Iterable[str] | None = None,
+    max_tokens: int | None = None,
+    max_seconds: float | None = None,
+    mode: Mode | Literal["constrained", "prose"] = Mode.CONSTRAINED,
+    schema: Literal["per_tool", "flat"] = "per_tool",
+    max_reason_chars: int | None = None,
+    history: Sequence[Message] | None = None,
+    transcript_path: str | os.PathLike[str] | None = None,
+) -> AgentRun:
+    """Run a task to an answer or to a stop with a reason.
+
+    Args:
+        brain: the model: anything with ``ask(messages, schema) -> Reply``, or a plain function
+            ``fn(messages, schema) -> str``.
+        tools: the tools the model may call.
+        task: what the user asks.
+        max_steps: steps before the run stops as ``max_steps``.
+        max_result_chars: tool results longer than this are cut, with a marker.
+        stuck_limit: repeats of one identical call (or barren reply) that stop the run.
+        accept_answer: ``accept_answer(text)`` returns True, or an objection that is put to the
+            model (it costs a step). Only the caller can tell a finished task from a model that
+            gave up.
+        approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
+            False / a reason for refusing. Without it such tools are denied.
+        on_event: a sink, or several, called with every event as it happens.
+        system: extra instructions appended to the system prompt.
+        allow_tools: if given, only these tools are offered.
+        deny_tools: tools never offered nor run; deny wins over allow.
+        max_tokens: stop as ``budget`` once this many tokens are used.
+        max_seconds: stop as ``budget`` once this much wall time has passed.
+        mode: ``constrained`` (the default; falls back to prose if the backend refuses the
+            schema) or ``prose`` from the start.
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
+        max_reason_chars: bound on the length of ``reason`` in the schema.
+        history: messages of an earlier run to continue from (e.g. ``previous.messages``).
+        transcript_path: write the transcript here as JSON Lines when the run ends, however it
+            ends (an exception or Ctrl-C included).
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-empty string")
+    if max_steps < 1 or stuck_limit < 1:
+        raise ValueError("max_steps and stuck_limit must be at least 1")
+    toolbox = Toolbox(
+        tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars
+    )
+    offered = list(toolbox.tools.values())
+    if schema == "flat":
+        step_json = flat_schema(max_reason_chars=max_reason_chars)
+    else:
+        step_json = step_schema(offered, max_reason_chars=max_reason_chars)
+    sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
+    run = _Run(
+        brain=as_brain(brain),
+        toolbox=toolbox,
+        schema=step_json,
+        mode=Mode(mode),
+        max_steps=max_steps,
+        stuck_limit=stuck_limit,
+        accept=accept_answer,
+        sinks=sinks,
+        budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
+    )
+    opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
+    opening += [m for m in history or () if m["role"] != "system"]
+    opening.append(Message(role="user", content=task))
+    return run.execute(opening, transcript_path)
+
+
+@dataclass(kw_only=True)
+class _Run:
+    brain: Brain
+    toolbox: Toolbox
+    schema: dict[str, Any]
+    mode: Mode
+    max_steps: int
+    stuck_limit: int
+    accept: Acceptor | None
+    sinks: list[Sink]
+    budget: Budget
+    messages: list[Message] = field(default_factory=list)
+    transcript: Transcript = field(default_factory=Transcript)
+    events: list[Event] = field(default_factory=list)
+    usage: Usage | None = None
+    calls: CallRepeats = field(default_factory=CallRepeats)
+    barren: BarrenRepeats = field(default_factory=BarrenRepeats)
+    step: int = 0
+    answer: str | None = None
+    outcome: tuple[StopReason, str] | None = None
+
+    def execute(self, opening: list[Message], transcript_path: str | os.PathLike[str] | None) -> AgentRun:
+        try:
+            for message in opening:
+                self._say(message["role"], message["content"])
+            while self.outcome is None:
+                self._one_step()
+        except KeyboardInterrupt:
+            self._finish(StopReason.INTERRUPTED, f"interrupted by the user (Ctrl-C) during step {self.step}")
+        except BaseException as exc:
+            self.transcript.entries.append({"type": "error", "step": self.step, "error": repr(exc)})
+            if transcript_path is not None:
+                exc.add_note(f"shapeloop: the transcript so far is in {os.fspath(transcript_path)}")
+            raise
+        finally:
+            if transcript_path is not None:
+                self.transcript.write(transcript_path)
+        assert self.outcome is not None
+        return AgentRun(
+            stop=self.outcome[0],
+            reason=self.outcome[1],
+            answer=self.answer,
+            steps=self.step,
+            mode=self.mode,
+            usage=self.usage,
+            transcript=self.transcript,
+            events=tuple(self.events),
+        )
+
+    def _one_step(self) -> None:
+        if self.step >= self.max_steps:
+            self._finish(StopReason.MAX_STEPS, self._max_steps_reason())
+            return
+        spent = self.budget.exceeded(self.usage.total_tokens if self.usage else 0)
+        if spent is not None:
+            self._finish(StopReason.BUDGET, f"{spent}, after {self.step} steps")
+            return
+        self.step += 1
+        self._emit(StepBegan(step=self.step, mode=self.mode))
+        reply = self._ask()
+        if reply is None:
+            return
+        self._say("assistant", reply.text)
+        if reply.finish is Finish.LENGTH:
+            self._emit(ReplyCut(step=self.step, text=reply.text))
+            self._barren(reply.text, prompts.cut_feedback(), "cut-off")
+            return
+        found = extract_step(reply.text)
+        if found.step is None:
+            error = found.error or "no step found"
+            self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
+            self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
+            return
+        self._emit(ThoughtGiven(step=self.step, text=found.step.reason))
+        if found.step.action == "answer":
+            self._on_answer(found.step, reply.text)
+        else:
+            self._on_tool(found.step)
+
+    def _ask(self) -> Reply | None:
+        schema = self.schema if self.mode is Mode.CONSTRAINED else None
+        try:
+            reply = self.brain.ask(list(self.messages), schema)
+        except SchemaRefused as exc:
+            if schema is None:
+                self._finish(StopReason.BACKEND_ERROR, f"the backend refused a prose request at step {self.step}: {exc}")
+                return None
+            self.mode = Mode.PROSE
+            self._emit(ModeChanged(step=self.step, mode=Mode.PROSE, reason=str(exc)))
+            return self._ask()
+        except BackendError as exc:
+            self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
+            return None
+        if reply.usage is not None:
+            self.usage = reply.usage if self.usage is None else self.usage + reply.usage
+        self._emit(
+            ReplyReceived(step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine)
+        )
+        return reply
+
+    def _on_tool(self, step: Step) -> None:
+        call = ToolCall(tool=step.tool, args=step.args)
+        self._emit(ToolCalled(step=self.step, call=call))
+        result = self.toolbox.run(call)
+        record = self.calls.observe(call, result.text)
+        status = ToolStatus.REPEAT if record.repeats else result.status
+        self._emit(
+            ToolReturned(
+                step=self.step,
+                call=call,
+                status=status,
+                text=result.text,
+                chars=result.chars,
+                truncated=result.truncated,
+                repeats=record.repeats,
+            )
+        )
+        self.barren.reset()
+        self._say("user", prompts.tool_feedback(result, record, status=status.value))
+        if record.repeats >= self.stuck_limit:
+            same = record.repeats + 1
+            detail = "with the same result each time" if same == record.times else f"and the last {same} calls returned the same result"
+            self._finish(
+                StopReason.STUCK,
+                f"stuck: {call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
+            )
+        elif record.repeats:
+            self._emit(RepeatNoticed(step=self.step, what=str(call), times=record.times))
+
+    def _on_answer(self, step: Step, raw: str) -> None:
+        text = step.answer
+        if not text.strip():
+            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
+            self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
+            return
+        verdict: bool | str = True if self.accept is None else self.accept(text)
+        if verdict is True:
+            self.answer = text
+            self._emit(AnswerGiven(step=self.step, text=text))
+            self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
+            return
+        objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
+        self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
+        self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _barren(self, raw: str, feedback: str, what: str) -> None:
+        repeats = self.barren.observe(raw)
+        if repeats >= self.stuck_limit:
+            self._finish(
+                StopReason.BARREN,
+                f"barren: the model gave the same {what} reply {repeats + 1} times in a row, running "
+                f"nothing and finishing nothing (stuck_limit={self.stuck_limit} repeats)",
+            )
+            return
+        if repeats:
+            self._emit(RepeatNoticed(step=self.step, what=f"{what} reply", times=repeats + 1))
+        self._say("user", feedback)
+
+    def _max_steps_reason(self) -> str:
+        last = next((e for e in reversed(self.events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven))), None)
+        tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
+        return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
+
+    def _say(self, role: str, content: str) -> None:
+        message = Message(role=role, content=content)  # type: ignore[typeddict-item]
+        self.messages.append(message)
+        self.transcript.add_message(message)
+
+    def _emit(self, event: Event) -> None:
+        self.events.append(event)
+        self.transcript.add_event(event)
+        for sink in self.sinks:
+            sink(event)
+
+    def _finish(self, stop: StopReason, reason: str) -> None:
+        self.outcome = (stop, reason)
+        self._emit(RunStopped(step=self.step, stop=stop, reason=reason))

@@ -1,0 +1,89 @@
+"""The words the loop says to the model: the system prompt and the feedback after each step.
+
+Kept short and literal: a 135M model follows a short instruction and ignores a long one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shapeloop.guards import CallRecord
+from shapeloop.tools import Tool, ToolResult
+
+_FORMAT = """Every reply is one JSON object with these five fields, in this order:
+  "reason": one short sentence: what you do next and why
+  "action": "tool" to call a tool, or "answer" to finish
+  "tool": the name of the tool to call ("" when answering)
+  "args": the tool's arguments as an object ({} when answering)
+  "answer": your final answer to the task ("" when calling a tool)"""
+
+_PROSE = """Reply with the JSON object only: no other text before or after it."""
+
+
+def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = None) -> str:
+    """The system prompt for a run with these tools.
+
+    Args:
+        tools: the tools advertised to the model.
+        prose: the backend cannot enforce the schema, so say plainly that only JSON is wanted.
+        extra: the caller's own instructions, appended.
+    """
+    lines = ["You complete the user's task one step at a time, using tools when they help.", _FORMAT, ""]
+    if tools:
+        lines.append("Tools:")
+        lines.extend(f"- {t.signature()}: {t.description}" for t in tools)
+    else:
+        lines.append("There are no tools in this run: answer directly.")
+    lines += [
+        "",
+        "After a tool call, the next message gives you its result. A result starting with ERROR: "
+        "or DENIED: means the call failed or was refused.",
+        "When you know the answer, or when no tool fits the task, reply with action \"answer\".",
+    ]
+    if prose:
+        lines.append(_PROSE)
+    if extra:
+        lines += ["", extra.strip()]
+    return "\n".join(lines)
+
+
+def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
+    """The user turn that carries a tool's result back to the model."""
+    text = f"Result of {result.call}:\n{result.text}"
+    if status == "repeat":
+        text += (
+            f"\n\nNote: you made this same call {record.times} times and got this same result each "
+            "time. Calling it again will not help: use the result above, call a different tool, "
+            "or give your answer."
+        )
+    return text
+
+
+def unreadable_feedback(error: str) -> str:
+    """After a reply that holds no valid step."""
+    return (
+        f"Your reply was not a valid step ({_clip(error)}). Reply with one JSON object with the "
+        'fields "reason", "action", "tool", "args" and "answer".'
+    )
+
+
+def cut_feedback() -> str:
+    """After a reply cut off at the length limit."""
+    return (
+        "Your reply was cut off at the length limit before it was complete. Reply again, "
+        'shorter: keep "reason" to one short sentence.'
+    )
+
+
+def empty_answer_feedback() -> str:
+    """After an answer step whose answer is empty."""
+    return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
+
+
+def rejection_feedback(objection: str) -> str:
+    """After the caller's acceptor objected to an answer."""
+    return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,337 @@
+"""The tool type, building a tool from a typed function, and running a call safely.
+
+A tool takes JSON arguments and returns text. Whatever goes wrong in a call (bad arguments, an
+unknown name, an exception, a refusal) comes back as text the model can read: ``ERROR: ...`` or
+``DENIED: ...``. The loop never dies of a tool.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+import jsonschema
+import jsonschema.exceptions
+from pydantic import ConfigDict, ValidationError, create_model
+
+from shapeloop.errors import ToolFailure
+
+Approver = Callable[["ToolCall"], "bool | str"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A tool the model may call.
+
+    Args:
+        name: what the model writes in ``tool``; may contain dots (``math.factorial``).
+        description: what the tool does, shown to the model.
+        parameters: JSON schema of the arguments object.
+        fn: called as ``fn(**args)``; returns text (anything else is rendered as JSON or str).
+        needs_approval: the tool acts on the world, so it runs only if the run's ``approve``
+            says yes.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: Callable[..., Any] = field(repr=False)
+    needs_approval: bool = False
+    _validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise ValueError("a tool needs a non-empty name")
+        validator_cls = jsonschema.validators.validator_for(self.parameters)
+        try:
+            validator_cls.check_schema(self.parameters)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ValueError(f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}") from exc
+        object.__setattr__(self, "_validator", validator_cls(self.parameters))
+
+    def __call__(self, **args: Any) -> Any:
+        """Call the underlying function directly (no validation, no gate)."""
+        return self.fn(**args)
+
+    def argument_errors(self, args: Mapping[str, Any]) -> str | None:
+        """The validator's message for the most relevant problem with ``args``, or None."""
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(dict(args)))
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+
+    def signature(self) -> str:
+        """A one-line summary such as ``read_file(path: string, offset?: integer)``."""
+        props = self.parameters.get("properties", {}) or {}
+        required = set(self.parameters.get("required", []) or [])
+        parts = [
+            f"{name}{'' if name in required else '?'}: {_type_name(spec)}" for name, spec in props.items()
+        ]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, needs_approval: bool = False
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True)``.
+
+    The name comes from ``__name__``, the description from the docstring's first paragraph, the
+    argument schema from the signature (pydantic builds it), and each argument's description from
+    a Google-style ``Args:`` section. Arguments are converted to the annotated types before the call.
+    """
+
+    def build(func: Callable[..., Any]) -> Tool:
+        schema, convert = _arguments_from_signature(func)
+        summary, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
+        for arg, doc in arg_docs.items():
+            if arg in schema.get("properties", {}):
+                schema["properties"][arg].setdefault("description", doc)
+
+        @functools.wraps(func)
+        def call(**args: Any) -> Any:
+            return func(**convert(args))
+
+        return Tool(
+            name=name or func.__name__,
+            description=description or summary or func.__name__.replace("_", " "),
+            parameters=schema,
+            fn=call,
+            needs_approval=needs_approval,
+        )
+
+    return build if fn is None else build(fn)
+
+
+def _arguments_from_signature(
+    func: Callable[..., Any],
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]]:
+    hints = get_type_hints(func)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"tool {func.__name__!r}: parameter {param.name!r} must be a plain or keyword "
+                "argument, so the model can name it"
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    model = create_model(  # type: ignore[call-overload]
+        f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    schema = _drop_titles(model.model_json_schema())
+
+    def convert(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            parsed = model.model_validate(args)
+        except ValidationError as exc:
+            raise ToolFailure(f"invalid arguments: {exc.errors()[0]['msg']}") from exc
+        return {key: getattr(parsed, key) for key in args if key in fields}
+
+    return schema, convert
+
+
+def _drop_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        # A property named "title" maps to a schema (a dict); only the string annotations go.
+        return {k: _drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_drop_titles(v) for v in node]
+    return node
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and ``{argument: description}`` from a Google-style ``Args:`` section."""
+    summary = doc.split("\n\n", 1)[0].strip().replace("\n", " ")
+    args: dict[str, str] = {}
+    in_args = False
+    current = ""
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args and line and not line[0].isspace():
+            break
+        if in_args and (match := _ARG_LINE.match(line)):
+            current = match.group(1)
+            args[current] = match.group(2).strip()
+        elif in_args and current and line.strip():
+            args[current] += " " + line.strip()
+    return summary, args
+
+
+def _type_name(spec: Mapping[str, Any]) -> str:
+    if "enum" in spec:
+        return " | ".join(json.dumps(v) for v in spec["enum"])
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(spec.get("items"), Mapping):
+        return f"array of {_type_name(spec['items'])}"
+    if kind:
+        return str(kind)
+    if "anyOf" in spec:
+        return " | ".join(_type_name(s) for s in spec["anyOf"] if isinstance(s, Mapping))
+    return "any"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """A tool name and its arguments, as the model asked for them."""
+
+    tool: str
+    args: Mapping[str, Any]
+
+    @property
+    def key(self) -> str:
+        """Canonical identity: the name plus the arguments as sorted, compact JSON."""
+        return json.dumps([self.tool, self.args], sort_keys=True, separators=(",", ":"), default=str)
+
+    def __str__(self) -> str:
+        return f"{self.tool}({json.dumps(self.args, sort_keys=True, ensure_ascii=False, default=str)})"
+
+
+class ToolStatus(str, enum.Enum):
+    """How a tool call went. ``REPEAT`` is an identical call with an identical result."""
+
+    OK = "ok"
+    ERROR = "error"
+    DENIED = "denied"
+    REPEAT = "repeat"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult:
+    """The outcome of one call.
+
+    Attributes:
+        call: the call.
+        status: ``ok``, ``error`` or ``denied``.
+        text: what the model sees: the result, cut to the run's limit, or ``ERROR: ...`` /
+            ``DENIED: ...``.
+        chars: length of the full result before it was cut.
+        truncated: the result was cut to the run's ``max_result_chars``.
+    """
+
+    call: ToolCall
+    status: ToolStatus
+    text: str
+    chars: int
+    truncated: bool = False
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[truncated: {len(text) - limit} of {len(text)} characters cut]"
+
+
+class Toolbox:
+    """The tools of one run, with the run's policy: allow and deny lists, approval, truncation.
+
+    Deny wins over allow; a tool that is not permitted is neither advertised nor run.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        approve: Approver | None = None,
+        max_result_chars: int = 4000,
+    ) -> None:
+        self._all: dict[str, Tool] = {}
+        for item in tools:
+            if not isinstance(item, Tool):
+                raise TypeError(f"expected a shapeloop Tool, got {item!r}: decorate the function with @tool")
+            if item.name in self._all:
+                raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
+            self._all[item.name] = item
+        allowed = set(self._all) if allow is None else set(allow)
+        unknown = allowed - set(self._all)
+        if unknown:
+            raise ValueError(f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
+        denied = set(deny or ())
+        self.tools: dict[str, Tool] = {n: t for n, t in self._all.items() if n in allowed and n not in denied}
+        self._approve = approve
+        self._limit = max_result_chars
+        if max_result_chars < 1:
+            raise ValueError("max_result_chars must be at least 1")
+
+    def run(self, call: ToolCall) -> ToolResult:
+        """Run a call: check it, gate it, call the tool, and render what came back."""
+        status, text = self._outcome(call)
+        return ToolResult(
+            call=call,
+            status=status,
+            text=truncate(text, self._limit),
+            chars=len(text),
+            truncated=len(text) > self._limit,
+        )
+
+    def _outcome(self, call: ToolCall) -> tuple[ToolStatus, str]:
+        chosen = self.tools.get(call.tool)
+        if chosen is None:
+            return self._not_available(call.tool)
+        problem = chosen.argument_errors(call.args)
+        if problem is not None:
+            return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
+        if chosen.needs_approval:
+            verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
+            if verdict is not True:
+                why = verdict if isinstance(verdict, str) and verdict else "the user said no"
+                return ToolStatus.DENIED, f"DENIED: {call.tool} was not approved ({why}). Do not retry it; answer without it or use another tool."
+        try:
+            return ToolStatus.OK, render(chosen.fn(**call.args))
+        except ToolFailure as exc:
+            return ToolStatus.ERROR, f"ERROR: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
+            return ToolStatus.ERROR, f"ERROR: {type(exc).__name__}: {exc}"
+
+    def _not_available(self, name: str) -> tuple[ToolStatus, str]:
+        offered = ", ".join(sorted(self.tools)) or "none"
+        if name in self._all:
+            return ToolStatus.DENIED, f"DENIED: tool {name!r} is not permitted in this run. Available tools: {offered}."
+        if not name:
+            return ToolStatus.ERROR, f"ERROR: the step has action \"tool\" but names no tool. Available tools: {offered}."
+        return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
+
+
+def render(value: Any) -> str:
+    """A tool's return value as text."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "(no output)"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
