@@ -23,7 +23,7 @@ class Message(TypedDict):
     content: str
 
 
-class Finish(str, enum.Enum):
+class Finish(enum.StrEnum):
     """Why generation stopped."""
 
     STOP = "stop"
@@ -131,9 +131,7 @@ class ScriptedBrain:
         asked: every question asked so far, with its messages and schema.
     """
 
-    def __init__(
-        self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False
-    ) -> None:
+    def __init__(self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False) -> None:
         self._fn: BrainFunction | None = script if callable(script) else None
         self._replies: list[Scripted] = [] if callable(script) else list(script)
         self.refuse_schema = refuse_schema

@@ -49,9 +49,7 @@ class ContextOverflow(BackendError):
         context_window: tokens the window holds.
     """
 
-    def __init__(
-        self, message: str, *, prompt_tokens: int, context_window: int, backend: str = ""
-    ) -> None:
+    def __init__(self, message: str, *, prompt_tokens: int, context_window: int, backend: str = "") -> None:
         super().__init__(message, backend=backend)
         self.prompt_tokens = prompt_tokens
         self.context_window = context_window

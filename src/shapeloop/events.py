@@ -20,7 +20,7 @@ from shapeloop.brain import Finish, Message, Usage
 from shapeloop.tools import ToolCall, ToolStatus
 
 
-class Mode(str, enum.Enum):
+class Mode(enum.StrEnum):
     """How the run asked the model for steps."""
 
     CONSTRAINED = "constrained"
@@ -31,7 +31,7 @@ class Mode(str, enum.Enum):
     """The backend's own tool-calling API carried the calls."""
 
 
-class StopReason(str, enum.Enum):
+class StopReason(enum.StrEnum):
     """Why a run ended."""
 
     ANSWERED = "answered"
@@ -251,7 +251,9 @@ class ConsoleSink:
         preview_chars: how much of a tool result to show.
     """
 
-    def __init__(self, stream: IO[str] | None = None, *, color: bool | None = None, preview_chars: int = 160) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, *, color: bool | None = None, preview_chars: int = 160
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.color = (tty and "NO_COLOR" not in os.environ) if color is None else color
@@ -273,7 +275,11 @@ class ConsoleSink:
         if isinstance(event, ToolReturned):
             size = f"{event.chars} chars" + (", cut" if event.truncated else "")
             repeat = f" (repeat {event.repeats})" if event.repeats else ""
-            return self._row(f"{event.status.value}", f"[{size}]{repeat} {self._preview(event.text)}", _STATUS_COLOR[event.status])
+            return self._row(
+                f"{event.status.value}",
+                f"[{size}]{repeat} {self._preview(event.text)}",
+                _STATUS_COLOR[event.status],
+            )
         if isinstance(event, AnswerGiven):
             return self._row("answer", event.text, "1;32")
         if isinstance(event, AnswerRejected):

@@ -32,7 +32,7 @@ class Extraction:
         chosen: index of the winning object, counting objects in the order they close; None when
             the whole reply was the step or no step was found.
         whole: the whole reply (after stripping) parsed as the step.
-        stripped: what was removed before reading: ``"think"`` blocks and code ``"fence"`` lines.
+        stripped: what was set aside: ``"think"`` blocks and code ``"fence"`` lines.
         error: why no step was found, or why the most recent object was not a step.
     """
 
@@ -46,7 +46,7 @@ class Extraction:
     @property
     def summary(self) -> str:
         """One readable line: what was done to find the step."""
-        removed = f" after stripping {' and '.join(self.stripped)}" if self.stripped else ""
+        removed = f" (set aside: {', '.join(self.stripped)})" if self.stripped else ""
         if self.step is not None and self.whole:
             return f"the whole reply was the step{removed}"
         if self.step is not None:
@@ -57,33 +57,33 @@ class Extraction:
 def extract_step(text: str) -> Extraction:
     """Find the step in a model's reply.
 
-    The whole reply is tried first. Otherwise ``<think>`` blocks and code-fence lines are stripped,
-    every balanced object is found with a string-aware scan, and they are tried last first; the
-    first that validates as a :class:`Step` wins.
+    The whole reply is tried first (also with a leading ``<think>`` block and an outer code fence
+    taken off). Otherwise every balanced object is found with a string-aware scan, objects inside
+    ``<think>...</think>`` are set aside, and the rest are tried last first: the first that
+    validates as a :class:`Step` wins. The reply's text is never altered, so a think tag or a fence
+    inside a string value survives.
     """
-    cleaned, stripped = strip_wrappers(text)
-    whole = _as_step(cleaned.strip())
-    if isinstance(whole, Step):
-        return Extraction(step=whole, whole=True, stripped=stripped)
-    found = _last_step(cleaned, stripped)
-    if found.step is None and stripped:
-        # A think tag or fence line inside a string value: read the reply as it came.
-        raw = _last_step(text, ())
-        if raw.step is not None:
-            return raw
-    return found
+    regions = _think_regions(text)
+    stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
+    for candidate in (text.strip(), _unwrap(text)):
+        whole = _as_step(candidate)
+        if isinstance(whole, Step):
+            return Extraction(step=whole, whole=True, stripped=stripped)
+    spans = [span for span in find_objects(text) if not _inside(span, regions)]
+    return _last_step(text, spans, stripped)
 
 
-def strip_wrappers(text: str) -> tuple[str, tuple[str, ...]]:
-    """Remove ``<think>...</think>`` blocks and code-fence lines; say which were removed."""
-    stripped: list[str] = []
-    without_think = _strip_think(text)
-    if without_think != text:
-        stripped.append("think")
-    without_fences = _FENCE.sub("", without_think)
-    if without_fences != without_think:
-        stripped.append("fence")
-    return without_fences, tuple(stripped)
+def _unwrap(text: str) -> str:
+    """The reply without leading think blocks and without an outer code fence."""
+    body = text.strip()
+    while body.startswith("<think>") and "</think>" in body:
+        body = body[body.index("</think>") + len("</think>") :].lstrip()
+    lines = body.splitlines()
+    if lines and _FENCE.fullmatch(lines[0]):
+        lines = lines[1:]
+    if lines and _FENCE.fullmatch(lines[-1]):
+        lines = lines[:-1]
+    return "\n".join(lines).strip()
 
 
 def find_objects(text: str) -> list[tuple[int, int]]:
@@ -129,25 +129,25 @@ def find_objects(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _strip_think(text: str) -> str:
+def _think_regions(text: str) -> list[tuple[int, int]]:
+    """Spans of closed ``<think>...</think>`` (and ``<thinking>``) blocks."""
+    regions: list[tuple[int, int]] = []
     for open_tag, close_tag in _THINK_TAGS:
-        if open_tag not in text:
-            continue
-        parts: list[str] = []
         pos = 0
         while (start := text.find(open_tag, pos)) != -1:
             end = text.find(close_tag, start)
             if end == -1:
                 break
-            parts.append(text[pos:start])
             pos = end + len(close_tag)
-        parts.append(text[pos:])
-        text = "".join(parts)
-    return text
+            regions.append((start, pos))
+    return regions
 
 
-def _last_step(text: str, stripped: tuple[str, ...]) -> Extraction:
-    spans = find_objects(text)
+def _inside(span: tuple[int, int], regions: list[tuple[int, int]]) -> bool:
+    return any(start <= span[0] and span[1] <= end for start, end in regions)
+
+
+def _last_step(text: str, spans: list[tuple[int, int]], stripped: tuple[str, ...]) -> Extraction:
     error = "the reply holds no JSON object" if not spans else None
     parse_budget = 8 * len(text) + 1024
     for index in range(len(spans) - 1, -1, -1):
@@ -158,9 +158,7 @@ def _last_step(text: str, stripped: tuple[str, ...]) -> Extraction:
             break
         result = _as_step(text[start:end])
         if isinstance(result, Step):
-            return Extraction(
-                step=result, objects=len(spans), chosen=index, stripped=stripped, error=error
-            )
+            return Extraction(step=result, objects=len(spans), chosen=index, stripped=stripped)
         error = error or result
     return Extraction(step=None, objects=len(spans), stripped=stripped, error=error)
 

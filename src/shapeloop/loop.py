@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from shapeloop import prompts
 from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
 from shapeloop.errors import BackendError, SchemaRefused
 from shapeloop.events import (
@@ -31,9 +32,8 @@ from shapeloop.events import (
 )
 from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
-from shapeloop import prompts
 from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.tools import Approver, Tool, ToolCall, Toolbox, ToolStatus
+from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus
 
 Acceptor = Callable[[str], "bool | str"]
 
@@ -259,7 +259,10 @@ class _Run:
             reply = self.brain.ask(list(self.messages), schema)
         except SchemaRefused as exc:
             if schema is None:
-                self._finish(StopReason.BACKEND_ERROR, f"the backend refused a prose request at step {self.step}: {exc}")
+                self._finish(
+                    StopReason.BACKEND_ERROR,
+                    f"the backend refused a prose request at step {self.step}: {exc}",
+                )
                 return None
             self.mode = Mode.PROSE
             self._emit(ModeChanged(step=self.step, mode=Mode.PROSE, reason=str(exc)))
@@ -270,7 +273,9 @@ class _Run:
         if reply.usage is not None:
             self.usage = reply.usage if self.usage is None else self.usage + reply.usage
         self._emit(
-            ReplyReceived(step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine)
+            ReplyReceived(
+                step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine
+            )
         )
         return reply
 
@@ -295,10 +300,15 @@ class _Run:
         self._say("user", prompts.tool_feedback(result, record, status=status.value))
         if record.repeats >= self.stuck_limit:
             same = record.repeats + 1
-            detail = "with the same result each time" if same == record.times else f"and the last {same} calls returned the same result"
+            detail = (
+                "with the same result each time"
+                if same == record.times
+                else f"and the last {same} calls returned the same result"
+            )
             self._finish(
                 StopReason.STUCK,
-                f"stuck: {call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
+                f"stuck: {call} was called {record.times} times {detail} "
+                f"(stuck_limit={self.stuck_limit} repeats)",
             )
         elif record.repeats:
             self._emit(RepeatNoticed(step=self.step, what=str(call), times=record.times))
@@ -313,7 +323,9 @@ class _Run:
         if verdict is True:
             self.answer = text
             self._emit(AnswerGiven(step=self.step, text=text))
-            self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
+            self._finish(
+                StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}"
+            )
             return
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
@@ -333,7 +345,10 @@ class _Run:
         self._say("user", feedback)
 
     def _max_steps_reason(self) -> str:
-        last = next((e for e in reversed(self.events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven))), None)
+        last = next(
+            (e for e in reversed(self.events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven))),
+            None,
+        )
         tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
 

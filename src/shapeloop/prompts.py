@@ -38,7 +38,7 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
         "",
         "After a tool call, the next message gives you its result. A result starting with ERROR: "
         "or DENIED: means the call failed or was refused.",
-        "When you know the answer, or when no tool fits the task, reply with action \"answer\".",
+        'When you know the answer, or when no tool fits the task, reply with action "answer".',
     ]
     if prose:
         lines.append(_PROSE)
@@ -82,7 +82,10 @@ def empty_answer_feedback() -> str:
 
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
-    return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
+    return (
+        f"Your answer was not accepted: {objection}\n"
+        "Continue the task: call a tool, or give a corrected answer."
+    )
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -48,12 +48,15 @@ class Tool:
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
             raise ValueError("a tool needs a non-empty name")
-        validator_cls = jsonschema.validators.validator_for(self.parameters)
+        schema = dict(self.parameters)
+        validator_cls = jsonschema.validators.validator_for(schema)
         try:
-            validator_cls.check_schema(self.parameters)
+            validator_cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
-            raise ValueError(f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}") from exc
-        object.__setattr__(self, "_validator", validator_cls(self.parameters))
+            raise ValueError(
+                f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}"
+            ) from exc
+        object.__setattr__(self, "_validator", validator_cls(schema))
 
     def __call__(self, **args: Any) -> Any:
         """Call the underlying function directly (no validation, no gate)."""
@@ -137,9 +140,7 @@ def _arguments_from_signature(
             )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (hints.get(param.name, Any), default)
-    model = create_model(  # type: ignore[call-overload]
-        f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     schema = _drop_titles(model.model_json_schema())
 
     def convert(args: dict[str, Any]) -> dict[str, Any]:
@@ -215,7 +216,7 @@ class ToolCall:
         return f"{self.tool}({json.dumps(self.args, sort_keys=True, ensure_ascii=False, default=str)})"
 
 
-class ToolStatus(str, enum.Enum):
+class ToolStatus(enum.StrEnum):
     """How a tool call went. ``REPEAT`` is an identical call with an identical result."""
 
     OK = "ok"
@@ -276,7 +277,9 @@ class Toolbox:
         allowed = set(self._all) if allow is None else set(allow)
         unknown = allowed - set(self._all)
         if unknown:
-            raise ValueError(f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
+            raise ValueError(
+                f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}"
+            )
         denied = set(deny or ())
         self.tools: dict[str, Tool] = {n: t for n, t in self._all.items() if n in allowed and n not in denied}
         self._approve = approve
@@ -303,10 +306,16 @@ class Toolbox:
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
         if chosen.needs_approval:
-            verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
+            verdict = (
+                self._approve(call) if self._approve is not None else "no approver was given for this run"
+            )
             if verdict is not True:
                 why = verdict if isinstance(verdict, str) and verdict else "the user said no"
-                return ToolStatus.DENIED, f"DENIED: {call.tool} was not approved ({why}). Do not retry it; answer without it or use another tool."
+                return (
+                    ToolStatus.DENIED,
+                    f"DENIED: {call.tool} was not approved ({why}). "
+                    "Do not retry it; answer without it or use another tool.",
+                )
         try:
             return ToolStatus.OK, render(chosen.fn(**call.args))
         except ToolFailure as exc:
@@ -317,9 +326,15 @@ class Toolbox:
     def _not_available(self, name: str) -> tuple[ToolStatus, str]:
         offered = ", ".join(sorted(self.tools)) or "none"
         if name in self._all:
-            return ToolStatus.DENIED, f"DENIED: tool {name!r} is not permitted in this run. Available tools: {offered}."
+            return (
+                ToolStatus.DENIED,
+                f"DENIED: tool {name!r} is not permitted in this run. Available tools: {offered}.",
+            )
         if not name:
-            return ToolStatus.ERROR, f"ERROR: the step has action \"tool\" but names no tool. Available tools: {offered}."
+            return (
+                ToolStatus.ERROR,
+                f'ERROR: the step has action "tool" but names no tool. Available tools: {offered}.',
+            )
         return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
 
 

@@ -28,7 +28,9 @@ class Workspace:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
-            raise FileNotFoundError(f"workspace root {os.fspath(root)!r} is not a directory: create it or pass another --root")
+            raise FileNotFoundError(
+                f"workspace root {os.fspath(root)!r} is not a directory: create it or pass another --root"
+            )
         self.root = real
 
     def resolve(self, path: str) -> Path:
@@ -71,7 +73,9 @@ class Workspace:
         """Files and folders under ``path``, recursively, as paths relative to the root."""
         target = self.resolve(path)
         if not target.is_dir():
-            raise ToolFailure(f"{path!r} is not a directory" + ("" if target.exists() else " (it does not exist)"))
+            raise ToolFailure(
+                f"{path!r} is not a directory" + ("" if target.exists() else " (it does not exist)")
+            )
         lines: list[str] = []
         for current, dirs, files in os.walk(target):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -1,0 +1,307 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import (
+    BackendError,
+    ContextOverflow,
+    Finish,
+    Mode,
+    Reply,
+    ScriptedBrain,
+    StopReason,
+    ToolStatus,
+    Usage,
+    run_agent,
+    step_schema,
+    tool,
+)
+from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return {"colour": "red", "size": "large"}.get(key, "unknown")
+
+
+def kinds(run: object) -> list[str]:
+    return [e.kind for e in run.events]  # type: ignore[attr-defined]
+
+
+def test_tool_then_answer_emits_events_in_this_exact_order() -> None:
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
+    seen: list[str] = []
+    run = run_agent(brain, [lookup], "What colour?", on_event=lambda e: seen.append(e.kind))
+    assert (
+        kinds(run)
+        == seen
+        == [
+            "step",
+            "reply",
+            "thought",
+            "tool_call",
+            "tool_result",
+            "step",
+            "reply",
+            "thought",
+            "answer",
+            "stop",
+        ]
+    )
+    assert run.stop is StopReason.ANSWERED and run.answer == "red" and run.steps == 2
+    assert run.reason == "answered after 2 steps"
+
+
+def test_tool_result_goes_back_as_the_next_user_turn() -> None:
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
+    run_agent(brain, [lookup], "What colour?")
+    second = brain.asked[1].messages
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[-1]["content"] == 'Result of lookup({"key": "colour"}):\nred'
+    assert "lookup(key: string)" in second[0]["content"]
+
+
+def test_every_sink_gets_every_event() -> None:
+    a: list[object] = []
+    b: list[object] = []
+    run = run_agent(ScriptedBrain([answer_step("hi")]), [], "Say hi", on_event=[a.append, b.append])
+    assert a == b == list(run.events)
+
+
+def test_constrained_mode_sends_the_per_tool_schema() -> None:
+    brain = ScriptedBrain([answer_step("x")])
+    run = run_agent(brain, [lookup], "t")
+    assert brain.asked[0].schema == step_schema([lookup])
+    assert run.mode is Mode.CONSTRAINED
+
+
+def test_flat_schema_on_request() -> None:
+    brain = ScriptedBrain([answer_step("x")])
+    run_agent(brain, [lookup], "t", schema="flat")
+    assert brain.asked[0].schema is not None and "anyOf" not in brain.asked[0].schema
+
+
+def test_a_refused_schema_switches_to_prose_without_costing_a_step() -> None:
+    brain = ScriptedBrain(
+        ["Let me look. " + tool_step("lookup", key="size"), answer_step("large")], refuse_schema=True
+    )
+    run = run_agent(brain, [lookup], "How big?", max_steps=2)
+    assert run.stop is StopReason.ANSWERED and run.steps == 2
+    assert run.mode is Mode.PROSE
+    assert all(asked.schema is None for asked in brain.asked)
+    switches = [e for e in run.events if isinstance(e, ModeChanged)]
+    assert len(switches) == 1 and switches[0].mode is Mode.PROSE and switches[0].step == 1
+
+
+def test_prose_mode_from_the_start_sends_no_schema() -> None:
+    brain = ScriptedBrain([answer_step("x")])
+    run = run_agent(brain, [lookup], "t", mode="prose")
+    assert brain.asked[0].schema is None and run.mode is Mode.PROSE
+
+
+def test_a_cut_reply_is_not_a_shape_error_and_the_model_is_told_to_be_shorter() -> None:
+    cut = Reply(text='{"reason": "very long', finish=Finish.LENGTH)
+    brain = ScriptedBrain([cut, answer_step("ok")])
+    run = run_agent(brain, [], "t")
+    assert run.ok
+    assert "cut" in kinds(run) and "unreadable" not in kinds(run)
+    assert "cut off at the length limit" in brain.asked[1].messages[-1]["content"]
+    assert "shorter" in brain.asked[1].messages[-1]["content"]
+
+
+def test_token_budget_stops_the_run() -> None:
+    usage = Usage(prompt_tokens=90, completion_tokens=20)
+    brain = ScriptedBrain([Reply(text=tool_step("lookup", key="a"), usage=usage)] * 5)
+    run = run_agent(brain, [lookup], "t", max_tokens=200)
+    assert run.stop is StopReason.BUDGET
+    assert run.steps == 2
+    assert "220 tokens used of 200" in run.reason
+    assert run.usage == Usage(prompt_tokens=180, completion_tokens=40)
+
+
+def test_time_budget_stops_the_run() -> None:
+    run = run_agent(ScriptedBrain([answer_step("x")]), [], "t", max_seconds=0)
+    assert run.stop is StopReason.BUDGET and run.steps == 0 and "time budget" in run.reason
+
+
+def test_ctrl_c_stops_as_interrupted_and_keeps_the_transcript(tmp_path: Path) -> None:
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), KeyboardInterrupt()])
+    path = tmp_path / "run.jsonl"
+    run = run_agent(brain, [lookup], "t", transcript_path=path)
+    assert run.stop is StopReason.INTERRUPTED and "step 2" in run.reason
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["kind"] == "stop" and lines[-1]["stop"] == "interrupted"
+    assert any(line.get("kind") == "tool_result" and line["text"] == "red" for line in lines)
+
+
+def test_a_crash_in_the_callers_code_still_leaves_the_transcript(tmp_path: Path) -> None:
+    def acceptor(text: str) -> bool:
+        raise RuntimeError("checker broke")
+
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(RuntimeError, match="checker broke") as info:
+        run_agent(ScriptedBrain([answer_step("x")]), [], "t", accept_answer=acceptor, transcript_path=path)
+    assert any(str(path) in note for note in info.value.__notes__)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["type"] == "error" and "checker broke" in lines[-1]["error"]
+    assert any(line.get("role") == "assistant" for line in lines)
+
+
+def test_backend_errors_stop_the_run_with_their_message() -> None:
+    brain = ScriptedBrain(
+        [
+            ContextOverflow(
+                "prompt needs 5000 tokens, window is 4096 (over by 904)",
+                prompt_tokens=5000,
+                context_window=4096,
+            )
+        ]
+    )
+    run = run_agent(brain, [], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "over by 904" in run.reason
+    run = run_agent(ScriptedBrain([BackendError("connection refused: run `ollama serve`")]), [], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "ollama serve" in run.reason
+
+
+def test_identical_call_with_identical_result_is_named_as_a_repeat_then_stops_as_stuck() -> None:
+    brain = ScriptedBrain([tool_step("lookup", key="colour")] * 5)
+    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    results = [e for e in run.events if isinstance(e, ToolReturned)]
+    assert [r.status for r in results] == [ToolStatus.OK, ToolStatus.REPEAT, ToolStatus.REPEAT]
+    assert run.stop is StopReason.STUCK and run.steps == 3
+    assert 'lookup({"key": "colour"}) was called 3 times' in run.reason
+    note = brain.asked[2].messages[-1]["content"]
+    assert "will not help" in note and "call a different tool" in note
+    assert [e.times for e in run.events if isinstance(e, RepeatNoticed)] == [2]
+
+
+def test_repeats_are_counted_per_call_and_the_count_is_true() -> None:
+    a, b = tool_step("lookup", key="colour"), tool_step("lookup", key="size")
+    brain = ScriptedBrain([a, b, a, b, a, answer_step("never")])
+    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    # after a, b, a, b each call has repeated once: not stuck; the fifth call is a's second repeat
+    assert run.stop is StopReason.STUCK and run.steps == 5
+    assert 'lookup({"key": "colour"}) was called 3 times' in run.reason
+
+
+def test_a_call_whose_result_changes_is_not_a_repeat() -> None:
+    counter = iter(range(100))
+
+    @tool
+    def tick() -> str:
+        """Tick."""
+        return str(next(counter))
+
+    run = run_agent(ScriptedBrain([tool_step("tick")] * 4), [tick], "t", max_steps=4)
+    assert run.stop is StopReason.MAX_STEPS
+    assert all(e.status is ToolStatus.OK for e in run.events if isinstance(e, ToolReturned))
+
+
+def test_a_repeated_error_counts_as_a_repeat() -> None:
+    run = run_agent(ScriptedBrain([tool_step("missing")] * 3), [lookup], "t")
+    assert run.stop is StopReason.STUCK and "missing({}) was called 3 times" in run.reason
+
+
+def test_identical_unreadable_replies_stop_as_barren() -> None:
+    brain = ScriptedBrain(["I cannot do that."] * 5)
+    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    assert run.stop is StopReason.BARREN and run.steps == 3
+    assert "3 times in a row" in run.reason
+
+
+def test_identical_empty_answers_stop_as_barren() -> None:
+    empty = json.dumps({"reason": "done", "action": "answer", "tool": "", "args": {}, "answer": ""})
+    brain = ScriptedBrain([empty] * 5)
+    run = run_agent(brain, [], "t")
+    assert run.stop is StopReason.BARREN and "empty-answer" in run.reason
+    assert "answer was empty" in brain.asked[1].messages[-1]["content"]
+
+
+def test_barren_count_resets_when_a_tool_runs_and_differs_per_reply() -> None:
+    brain = ScriptedBrain(
+        ["junk", "junk", tool_step("lookup", key="colour"), "junk", "junk", "other", answer_step("red")]
+    )
+    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    assert run.ok and run.steps == 7
+
+
+def test_the_acceptor_objection_reaches_the_model_and_costs_a_step() -> None:
+    brain = ScriptedBrain([answer_step("Please provide the requested shape"), answer_step("red")])
+    verdicts: list[str] = []
+
+    def accept(text: str) -> bool | str:
+        verdicts.append(text)
+        return True if text == "red" else "that is not a colour"
+
+    run = run_agent(brain, [], "t", accept_answer=accept)
+    assert run.ok and run.answer == "red" and run.steps == 2
+    assert verdicts == ["Please provide the requested shape", "red"]
+    assert "not accepted: that is not a colour" in brain.asked[1].messages[-1]["content"]
+    assert "rejection" in kinds(run)
+
+
+def test_an_acceptor_returning_false_gets_a_plain_objection_and_repeats_go_barren() -> None:
+    brain = ScriptedBrain([answer_step("no")] * 4)
+    run = run_agent(brain, [], "t", accept_answer=lambda text: False)
+    assert run.stop is StopReason.BARREN and "rejected-answer" in run.reason
+    assert "was not accepted" in brain.asked[1].messages[-1]["content"]
+
+
+def test_max_steps_stop_names_the_limit() -> None:
+    brain = ScriptedBrain([tool_step("lookup", key=str(i)) for i in range(5)])
+    run = run_agent(brain, [lookup], "t", max_steps=3)
+    assert run.stop is StopReason.MAX_STEPS and run.steps == 3 and "max_steps=3" in run.reason
+
+
+def test_function_brain_sees_plain_dict_messages() -> None:
+    seen: list[list[dict[str, str]]] = []
+
+    def fn(messages: list[dict[str, str]]) -> str:
+        seen.append(messages)
+        return answer_step(f"{len(messages)} messages")
+
+    run = run_agent(ScriptedBrain(fn), [], "count")
+    assert run.answer == "2 messages"
+    assert seen[0][1] == {"role": "user", "content": "count"}
+
+
+def test_a_plain_callable_is_a_brain() -> None:
+    run = run_agent(lambda messages, schema: answer_step("plain"), [], "t")
+    assert run.answer == "plain"
+
+
+def test_history_continues_a_conversation() -> None:
+    first = run_agent(ScriptedBrain([answer_step("red")]), [], "What colour?")
+    brain = ScriptedBrain([answer_step("yes")])
+    run_agent(brain, [], "Are you sure?", history=first.messages)
+    roles = [m["role"] for m in brain.asked[0].messages]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert brain.asked[0].messages[-1]["content"] == "Are you sure?"
+
+
+def test_bad_arguments_are_caller_errors() -> None:
+    with pytest.raises(ValueError, match="task"):
+        run_agent(ScriptedBrain([]), [], "  ")
+    with pytest.raises(ValueError, match="max_steps"):
+        run_agent(ScriptedBrain([]), [], "t", max_steps=0)
+    with pytest.raises(TypeError, match="ask"):
+        run_agent(object(), [], "t")  # type: ignore[arg-type]
+
+
+def test_a_scripted_brain_that_runs_out_stops_as_backend_error() -> None:
+    run = run_agent(ScriptedBrain([tool_step("lookup", key="colour")]), [lookup], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "ran out of replies" in run.reason
+
+
+def test_run_to_dict_is_json() -> None:
+    run = run_agent(
+        ScriptedBrain([Reply(text=answer_step("x"), usage=Usage(prompt_tokens=3, completion_tokens=2))]),
+        [],
+        "t",
+    )
+    data = json.loads(json.dumps(run.to_dict()))
+    assert data["stop"] == "answered" and data["usage"]["total_tokens"] == 5
+    assert data["events"][-1]["kind"] == "stop"

@@ -1,0 +1,118 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from shapeloop import OutsideWorkspace, ToolFailure, Workspace, workspace_tools
+
+
+@pytest.fixture
+def space(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "colour.txt").write_text("red\n")
+    (root / "sub").mkdir()
+    (root / "sub" / "deep.txt").write_text("deep\n")
+    (outside / "secret.txt").write_text("top secret\n")
+    return root, outside
+
+
+def tools_by_name(root: Path, write: bool = False) -> dict[str, object]:
+    return {t.name: t for t in workspace_tools(root, write=write)}
+
+
+def test_read_and_list(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    tools = tools_by_name(root)
+    assert set(tools) == {"read_file", "list_files"}
+    assert tools["read_file"](path="colour.txt") == "red\n"  # type: ignore[operator]
+    assert tools["list_files"]() == "colour.txt\nsub/\nsub/deep.txt"  # type: ignore[operator]
+    assert tools["list_files"](path="sub") == "sub/deep.txt"  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside/secret.txt", "sub/../../outside/secret.txt", "/etc/passwd", "colour.txt\x00.png"]
+)
+def test_paths_that_leave_the_root_are_refused(space: tuple[Path, Path], path: str) -> None:
+    root, _ = space
+    with pytest.raises(OutsideWorkspace):
+        Workspace(root).resolve(path)
+
+
+def test_absolute_path_inside_the_root_is_fine(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    assert Workspace(root).resolve(str(root / "colour.txt")) == (root / "colour.txt").resolve()
+
+
+def test_symlinks_inside_the_root_that_point_out_are_refused(space: tuple[Path, Path]) -> None:
+    root, outside = space
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    (root / "inner.txt").symlink_to(root / "colour.txt")
+    tools = tools_by_name(root, write=True)
+    for path in ["link.txt", "linkdir/secret.txt", "linkdir"]:
+        with pytest.raises(OutsideWorkspace):
+            tools["read_file"](path=path)  # type: ignore[operator]
+    assert tools["read_file"](path="inner.txt") == "red\n"  # type: ignore[operator]
+    with pytest.raises(OutsideWorkspace):
+        tools["append_note"](path="linkdir/new.txt", text="escape")  # type: ignore[operator]
+    with pytest.raises(OutsideWorkspace):
+        tools["append_note"](path="link.txt", text="escape")  # type: ignore[operator]
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+def test_a_dangling_symlink_pointing_out_cannot_be_created_through(space: tuple[Path, Path]) -> None:
+    root, outside = space
+    (root / "trap.txt").symlink_to(outside / "created.txt")
+    with pytest.raises(OutsideWorkspace):
+        tools_by_name(root, write=True)["append_note"](path="trap.txt", text="escape")  # type: ignore[operator]
+    assert not (outside / "created.txt").exists()
+
+
+def test_append_note_really_appends_and_creates(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    append = tools_by_name(root, write=True)["append_note"]
+    assert append.needs_approval  # type: ignore[attr-defined]
+    append(path="notes.txt", text="first")  # type: ignore[operator]
+    assert append(path="notes.txt", text="second\n") == "appended 7 characters to notes.txt"  # type: ignore[operator]
+    assert (root / "notes.txt").read_text() == "first\nsecond\n"
+    append(path="new/dir/n.txt", text="x")  # type: ignore[operator]
+    assert (root / "new" / "dir" / "n.txt").read_text() == "x\n"
+    with pytest.raises(ToolFailure, match="directory"):
+        append(path="sub", text="x")  # type: ignore[operator]
+
+
+def test_large_files_are_read_in_part_with_a_note(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    (root / "big.txt").write_text("".join(f"line {i}\n" for i in range(2000)))
+    read = tools_by_name(root)["read_file"]
+    first = read(path="big.txt")  # type: ignore[operator]
+    assert first.startswith("line 0\n") and len(first) < 3200
+    assert (
+        "[read in part: characters 0 to 3000 of 18890; call read_file with offset=3000 to read on]" in first
+    )
+    rest = read(path="big.txt", offset=17000)  # type: ignore[operator]
+    assert rest.endswith("line 1999\n\n[read in part: characters 17000 to 18890 of 18890]")
+
+
+def test_binary_and_missing_files_get_clear_messages(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    (root / "blob.bin").write_bytes(b"\x89PNG\x00\x01\x02" * 100)
+    (root / "latin.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    read = tools_by_name(root)["read_file"]
+    with pytest.raises(ToolFailure, match="binary file"):
+        read(path="blob.bin")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match="not UTF-8 text"):
+        read(path="latin.txt")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match="use list_files"):
+        read(path="nope.txt")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match="is a directory"):
+        read(path="sub")  # type: ignore[operator]
+
+
+def test_missing_root_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        workspace_tools(tmp_path / "nope")
