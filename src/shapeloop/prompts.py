@@ -17,6 +17,12 @@ _FORMAT = """Every reply is one JSON object with these five fields, in this orde
   "args": the tool's arguments as an object ({} when answering)
   "answer": your final answer to the task ("" when calling a tool)"""
 
+_EXAMPLES = """Examples with a made-up tool get_weather (use the real tools above):
+{"reason": "I need the weather in Oslo", "action": "tool", "tool": "get_weather", "args": {"city": "Oslo"}, "answer": ""}
+{"reason": "The tool said it is snowing", "action": "answer", "tool": "", "args": {}, "answer": "It is snowing in Oslo."}"""
+
+_NEXT = 'If this result answers the task, reply with action "answer" now; otherwise call another tool.'
+
 _PROSE = """Reply with the JSON object only: no other text before or after it."""
 
 
@@ -38,8 +44,12 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
         "",
         "After a tool call, the next message gives you its result. A result starting with ERROR: "
         "or DENIED: means the call failed or was refused.",
-        'When you know the answer, or when no tool fits the task, reply with action "answer".',
+        "You cannot see files or anything else except through the tools: do not guess what a tool "
+        'would return, call it. Answer (action "answer") only with what the task or the tool '
+        "results tell you, or when no tool fits the task.",
     ]
+    if tools:
+        lines += ["", _EXAMPLES]
     if prose:
         lines.append(_PROSE)
     if extra:
@@ -49,7 +59,7 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
 
 def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
     """The user turn that carries a tool's result back to the model."""
-    text = f"Result of {result.call}:\n{result.text}"
+    text = f"Result of {result.call}:\n{result.text}\n\n{_NEXT}"
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "

@@ -66,7 +66,7 @@ class Workspace:
         if offset == 0 and end == len(text) and len(data) <= _MAX_READ_BYTES:
             return chunk
         total = f"{len(text)}" if len(data) <= _MAX_READ_BYTES else f"more than {len(text)}"
-        more = f"; call read_file with offset={end} to read on" if end < len(text) else ""
+        more = f"; pass offset={end} to read on" if end < len(text) else ""
         return f"{chunk}\n[read in part: characters {offset} to {end} of {total}{more}]"
 
     def list(self, path: str = ".") -> str:
@@ -135,14 +135,13 @@ def workspace_tools(
     space = Workspace(root)
 
     @tool
-    def read_file(path: str, offset: int = 0) -> str:
+    def read_file(path: str) -> str:
         """Read a text file in the workspace.
 
         Args:
             path: the file's path relative to the workspace root, e.g. "notes/todo.txt".
-            offset: character to start from, for reading on in a long file.
         """
-        return space.read_text(path, offset=offset, limit=max_read_chars)
+        return space.read_text(path, limit=max_read_chars)
 
     @tool
     def list_files(path: str = ".") -> str:
