@@ -66,8 +66,7 @@ class Workspace:
         if offset == 0 and end == len(text) and len(data) <= _MAX_READ_BYTES:
             return chunk
         total = f"{len(text)}" if len(data) <= _MAX_READ_BYTES else f"more than {len(text)}"
-        more = f"; pass offset={end} to read on" if end < len(text) else ""
-        return f"{chunk}\n[read in part: characters {offset} to {end} of {total}{more}]"
+        return f"{chunk}\n[read in part: characters {offset} to {end} of {total}]"
 
     def list(self, path: str = ".") -> str:
         """Files and folders under ``path``, recursively, as paths relative to the root."""

@@ -1,0 +1,181 @@
+"""The command line: ``shapeloop run``, ``chat``, ``pull`` and ``models``. Thin: it parses, calls the
+library, prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from shapeloop import __version__, models
+from shapeloop.brain import Brain, Message, ScriptedBrain
+from shapeloop.errors import ShapeloopError
+from shapeloop.events import ConsoleSink, StopReason
+from shapeloop.loop import AgentRun, run_agent
+from shapeloop.tools import Approver, ToolCall
+from shapeloop.workspace import workspace_tools
+
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.command(args))
+    except (ShapeloopError, FileNotFoundError, NotADirectoryError) as exc:
+        print(f"shapeloop: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("shapeloop: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shapeloop", description="Small local models doing real work through tools.")
+    parser.add_argument("--version", action="version", version=f"shapeloop {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run one task in a workspace and print the answer")
+    run.add_argument("task", help="what to do, in words")
+    _agent_options(run)
+    run.add_argument("--json", action="store_true", help="print one JSON object for the whole run (for scripts)")
+    run.set_defaults(command=_cmd_run)
+
+    chat = commands.add_parser("chat", help="an interactive agent that keeps the conversation across tasks")
+    _agent_options(chat)
+    chat.set_defaults(command=_cmd_chat)
+
+    pull = commands.add_parser("pull", help="fetch a catalogue model, verify its sha256 and cache it")
+    pull.add_argument("name", choices=list(models.CATALOGUE), metavar="NAME", help=", ".join(models.CATALOGUE))
+    pull.add_argument("--force", action="store_true", help="pull again even if it is cached")
+    pull.set_defaults(command=_cmd_pull)
+
+    listing = commands.add_parser("models", help="list the catalogue and what is pulled")
+    listing.set_defaults(command=_cmd_models)
+    return parser
+
+
+def _agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", required=True, help="the workspace folder the tools may read")
+    parser.add_argument(
+        "--model",
+        default=models.DEFAULT_MODEL,
+        help=f"catalogue name or .gguf path (default {models.DEFAULT_MODEL}, pulled on first use)",
+    )
+    parser.add_argument("--max-steps", type=int, default=12, help="steps before giving up (default 12)")
+    parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    gate = parser.add_mutually_exclusive_group()
+    gate.add_argument("--approve", action="store_true", default=None, help="allow acting tools without asking")
+    gate.add_argument("--no-approve", dest="approve", action="store_false", help="deny acting tools without asking")
+    parser.add_argument("--write", action="store_true", help="also offer append_note (an acting tool)")
+    parser.add_argument("--transcript", metavar="FILE", help="write the transcript here as JSON Lines")
+    parser.add_argument("--script", metavar="FILE", help=argparse.SUPPRESS)  # JSON list of replies, for tests
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    tools = workspace_tools(args.root, write=args.write)
+    brain = _load_brain(args)
+    sink = None if args.json else ConsoleSink()
+    run = run_agent(
+        brain,
+        tools,
+        args.task,
+        max_steps=args.max_steps,
+        approve=_approver(args.approve),
+        on_event=sink,
+        transcript_path=args.transcript,
+    )
+    if args.json:
+        print(json.dumps({"model": args.model, **run.to_dict()}, ensure_ascii=False))
+    elif run.ok:
+        print(run.answer)
+    return _exit_status(run)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    tools = workspace_tools(args.root, write=args.write)
+    brain = _load_brain(args)
+    history: list[Message] = []
+    print(f"shapeloop chat: {args.model} in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.", file=sys.stderr)
+    while True:
+        try:
+            task = input("you> ").strip()
+        except EOFError:
+            print(file=sys.stderr)
+            return EXIT_OK
+        if task in ("exit", "quit"):
+            return EXIT_OK
+        if not task:
+            continue
+        run = run_agent(
+            brain, tools, task, max_steps=args.max_steps, approve=_approver(args.approve), on_event=ConsoleSink(),
+            history=history, transcript_path=args.transcript,
+        )  # fmt: skip
+        history = run.messages
+        print(run.answer if run.ok else f"(no answer: {run.reason})")
+
+
+def _cmd_pull(args: argparse.Namespace) -> int:
+    models.pull(args.name, progress=_say, force=args.force)
+    return EXIT_OK
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    print(f"cache: {models.cache_dir()}  (set ${models.CACHE_ENV} to move it)")
+    for entry in models.CATALOGUE.values():
+        mark = "pulled" if models.is_pulled(entry.name) else "-"
+        default = " (default)" if entry.name == models.DEFAULT_MODEL else ""
+        print(f"  {entry.name:<20} {entry.size / 1e6:>6.0f} MB  {mark:<7} {entry.title}{default}")
+    return EXIT_OK
+
+
+def _load_brain(args: argparse.Namespace) -> Brain:
+    if args.script:
+        with open(args.script, encoding="utf-8") as handle:
+            replies: list[Any] = json.load(handle)
+        return ScriptedBrain([r if isinstance(r, str) else json.dumps(r) for r in replies])
+    if args.model in models.CATALOGUE and not models.is_pulled(args.model):
+        size = models.lookup(args.model).size / 1e6
+        _say(f"model {args.model} is not pulled yet: pulling it now ({size:.0f} MB, once)")
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    return LlamaCppBrain(args.model, n_ctx=args.ctx, pull=True, progress=_say)
+
+
+def _approver(choice: bool | None) -> Approver:
+    """``--approve``: yes; ``--no-approve``: no; neither: ask on a terminal, deny without one."""
+    if choice is True:
+        return lambda call: True
+    if choice is False:
+        return lambda call: "denied by --no-approve"
+    if not sys.stdin.isatty():
+        return lambda call: "no terminal to ask for approval; rerun with --approve to allow it"
+    return _ask_terminal
+
+
+def _ask_terminal(call: ToolCall) -> bool | str:
+    try:
+        answer = input(f"Allow {call}? [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    return True if answer in ("y", "yes") else "the user said no"
+
+
+def _exit_status(run: AgentRun) -> int:
+    if run.ok:
+        return EXIT_OK
+    print(f"shapeloop: {run.stop.value}: {run.reason}", file=sys.stderr)
+    return EXIT_INTERRUPTED if run.stop is StopReason.INTERRUPTED else EXIT_STOPPED
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
