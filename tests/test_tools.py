@@ -31,8 +31,7 @@ def test_tool_from_a_typed_function() -> None:
     assert add.parameters["required"] == ["a"]
     assert add.parameters["properties"]["a"] == {"type": "integer", "description": "the first number."}
     assert (
-        add.parameters["properties"]["b"]["description"]
-        == "the second number, which defaults to two and is optional."
+        add.parameters["properties"]["b"]["description"] == "the second number, which defaults to two and is optional."
     )
     assert add.parameters["additionalProperties"] is False
     assert add.needs_approval is False
@@ -91,9 +90,7 @@ def test_arguments_are_validated_before_the_call() -> None:
     run = run_agent(ScriptedBrain([tool_step("record", n="five"), answer_step("done")]), [record], "t")
     result = results(run)[0]
     assert result.status is ToolStatus.ERROR
-    assert result.text.startswith(
-        "ERROR: invalid arguments for record(n: integer): n: 'five' is not of type 'integer'"
-    )
+    assert result.text.startswith("ERROR: invalid arguments for record(n: integer): n: 'five' is not of type 'integer'")
     assert calls == []
 
 

@@ -176,6 +176,4 @@ def as_brain(brain: Any) -> Brain:
         return brain  # type: ignore[no-any-return]
     if callable(brain):
         return _CallableBrain(brain)
-    raise TypeError(
-        f"a brain needs an ask(messages, schema) method or must be callable; got {type(brain).__name__}"
-    )
+    raise TypeError(f"a brain needs an ask(messages, schema) method or must be callable; got {type(brain).__name__}")

@@ -101,7 +101,10 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     tools = workspace_tools(args.root, write=args.write)
     brain = _load_brain(args)
     history: list[Message] = []
-    print(f"shapeloop chat: {args.model} in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.", file=sys.stderr)
+    print(
+        f"shapeloop chat: {args.model} in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.",
+        file=sys.stderr,
+    )
     while True:
         try:
             task = input("you> ").strip()

@@ -251,9 +251,7 @@ class ConsoleSink:
         preview_chars: how much of a tool result to show.
     """
 
-    def __init__(
-        self, stream: IO[str] | None = None, *, color: bool | None = None, preview_chars: int = 160
-    ) -> None:
+    def __init__(self, stream: IO[str] | None = None, *, color: bool | None = None, preview_chars: int = 160) -> None:
         self.stream = stream if stream is not None else sys.stderr
         tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.color = (tty and "NO_COLOR" not in os.environ) if color is None else color

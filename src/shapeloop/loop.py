@@ -148,9 +148,7 @@ def run_agent(
         raise ValueError("task must be a non-empty string")
     if max_steps < 1 or stuck_limit < 1:
         raise ValueError("max_steps and stuck_limit must be at least 1")
-    toolbox = Toolbox(
-        tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars
-    )
+    toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
     offered = list(toolbox.tools.values())
     if schema == "flat":
         step_json = flat_schema(max_reason_chars=max_reason_chars)
@@ -273,9 +271,7 @@ class _Run:
         if reply.usage is not None:
             self.usage = reply.usage if self.usage is None else self.usage + reply.usage
         self._emit(
-            ReplyReceived(
-                step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine
-            )
+            ReplyReceived(step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine)
         )
         return reply
 
@@ -322,9 +318,7 @@ class _Run:
         if verdict is True:
             self.answer = text
             self._emit(AnswerGiven(step=self.step, text=text))
-            self._finish(
-                StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}"
-            )
+            self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
             return
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))

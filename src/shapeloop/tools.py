@@ -53,9 +53,7 @@ class Tool:
         try:
             validator_cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
-            raise ValueError(
-                f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}"
-            ) from exc
+            raise ValueError(f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}") from exc
         object.__setattr__(self, "_validator", validator_cls(schema))
 
     def __call__(self, **args: Any) -> Any:
@@ -74,9 +72,7 @@ class Tool:
         """A one-line summary such as ``read_file(path: string, offset?: integer)``."""
         props = self.parameters.get("properties", {}) or {}
         required = set(self.parameters.get("required", []) or [])
-        parts = [
-            f"{name}{'' if name in required else '?'}: {_type_name(spec)}" for name, spec in props.items()
-        ]
+        parts = [f"{name}{'' if name in required else '?'}: {_type_name(spec)}" for name, spec in props.items()]
         return f"{self.name}({', '.join(parts)})"
 
 
@@ -277,9 +273,7 @@ class Toolbox:
         allowed = set(self._all) if allow is None else set(allow)
         unknown = allowed - set(self._all)
         if unknown:
-            raise ValueError(
-                f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}"
-            )
+            raise ValueError(f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
         denied = set(deny or ())
         self.tools: dict[str, Tool] = {n: t for n, t in self._all.items() if n in allowed and n not in denied}
         self._approve = approve
@@ -306,9 +300,7 @@ class Toolbox:
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
         if chosen.needs_approval:
-            verdict = (
-                self._approve(call) if self._approve is not None else "no approver was given for this run"
-            )
+            verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
             if verdict is not True:
                 why = verdict if isinstance(verdict, str) and verdict else "the user said no"
                 return (

@@ -39,9 +39,7 @@ class Workspace:
             raise OutsideWorkspace("the path contains a NUL byte")
         real = Path(os.path.realpath(self.root / (path.strip() or ".")))
         if real != self.root and self.root not in real.parents:
-            raise OutsideWorkspace(
-                f"{path!r} is outside the workspace; use a path relative to the workspace root"
-            )
+            raise OutsideWorkspace(f"{path!r} is outside the workspace; use a path relative to the workspace root")
         return real
 
     def relative(self, real: Path) -> str:
@@ -72,9 +70,7 @@ class Workspace:
         """Files and folders under ``path``, recursively, as paths relative to the root."""
         target = self.resolve(path)
         if not target.is_dir():
-            raise ToolFailure(
-                f"{path!r} is not a directory" + ("" if target.exists() else " (it does not exist)")
-            )
+            raise ToolFailure(f"{path!r} is not a directory" + ("" if target.exists() else " (it does not exist)"))
         lines: list[str] = []
         for current, dirs, files in os.walk(target):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -119,9 +115,7 @@ def _decode_text(data: bytes, *, path: str, size: int) -> str:
         raise ToolFailure(f"{path!r} is not UTF-8 text ({size} bytes); read_file reads text only") from exc
 
 
-def workspace_tools(
-    root: str | os.PathLike[str], *, write: bool = False, max_read_chars: int = 3000
-) -> list[Tool]:
+def workspace_tools(root: str | os.PathLike[str], *, write: bool = False, max_read_chars: int = 3000) -> list[Tool]:
     """File tools confined to ``root``: ``read_file``, ``list_files``, and with ``write=True``
     ``append_note`` (which needs approval).
 

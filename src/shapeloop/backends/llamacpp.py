@@ -19,8 +19,7 @@ from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, 
 from shapeloop.step import flat_schema
 
 _INSTALL_HINT = (
-    "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the "
-    "portable build flags)"
+    "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
 )
 
 
@@ -90,7 +89,7 @@ class LlamaCppBrain:
         grammar, engine = (None, "free") if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
         try:
-            out = self.llm.create_completion(
+            out: dict[str, Any] = self.llm.create_completion(  # type: ignore[assignment]
                 prompt=tokens,
                 max_tokens=budget,
                 temperature=self.temperature,
@@ -143,7 +142,7 @@ class LlamaCppBrain:
     def _reusable_prefix(self, tokens: list[int]) -> int:
         """How many leading prompt tokens are already evaluated (llama-cpp-python keeps them)."""
         if not self.reuse_cache:
-            self.llm.reset()
+            self.llm.reset()  # type: ignore[no-untyped-call]
             return 0
         previous = self.llm.input_ids[: self.llm.n_tokens]
         same = 0
@@ -154,7 +153,7 @@ class LlamaCppBrain:
         return max(0, same - 1) if same == len(tokens) else same
 
     def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str]:
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
@@ -167,12 +166,10 @@ class LlamaCppBrain:
                         engine,
                     )
                     break
-                except Exception:  # noqa: BLE001,S112 - llama.cpp raises bare exceptions for schemas it cannot compile
+                except Exception:  # noqa: BLE001 - llama.cpp raises bare exceptions for schemas it cannot compile
                     continue
             else:
-                raise SchemaRefused(
-                    "llama.cpp cannot compile the step schema to a grammar", backend="llamacpp"
-                )
+                raise SchemaRefused("llama.cpp cannot compile the step schema to a grammar", backend="llamacpp")
         return self._grammars[key]
 
 

@@ -1,0 +1,59 @@
+"""What every benchmark writes beside its figures: when, where, with what."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+from pathlib import Path
+from typing import Any
+
+import shapeloop
+from shapeloop import models
+
+MEASUREMENTS = Path(__file__).resolve().parent.parent / "measurements"
+
+
+def machine() -> dict[str, Any]:
+    """Cores and processor of this machine."""
+    processor = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            processor = next(
+                (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), processor
+            )
+    except OSError:
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "processor": processor,
+        "system": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """Name, file and pinned sha256 of a catalogue model."""
+    entry = models.lookup(name)
+    return {"name": name, "title": entry.title, "file": str(models.cached_path(name)), "sha256": entry.sha256}
+
+
+def median(values: list[float]) -> float:
+    """The median, or NaN-free 0.0 for no values."""
+    return float(statistics.median(values)) if values else 0.0
+
+
+def write(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``measurements/<name>.json`` with the date and versions added."""
+    MEASUREMENTS.mkdir(exist_ok=True)
+    path = MEASUREMENTS / f"{name}.json"
+    record = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "shapeloop": shapeloop.__version__,
+        "machine": machine(),
+        **payload,
+    }
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
