@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.tools import ToolCall
 
 Role = Literal["system", "user", "assistant"]
 
@@ -74,6 +75,7 @@ class Reply:
         finish: why generation stopped.
         engine: which decoding path ran, when the backend has several (e.g. ``"llguidance"``).
         thinking: a thinking model's reasoning, kept apart so it is never read as the step.
+        tool_calls: calls made through the backend's native tool API (native mode only).
     """
 
     text: str
@@ -81,6 +83,7 @@ class Reply:
     finish: Finish = Finish.STOP
     engine: str | None = None
     thinking: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @runtime_checkable
@@ -102,6 +105,24 @@ class Brain(Protocol):
         ...
 
 
+@runtime_checkable
+class NativeBrain(Brain, Protocol):
+    """A brain whose backend also has a native tool-calling API (Ollama ``tools=``, OpenAI ``tools``)."""
+
+    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
+        """Return the reply, with any calls in ``Reply.tool_calls``.
+
+        Args:
+            messages: the conversation, oldest first.
+            tools: the tools in OpenAI's function format (``{"type": "function", "function": ...}``).
+
+        Raises:
+            SchemaRefused: the backend or model does not take native tools.
+            BackendError: no reply could be had.
+        """
+        ...
+
+
 BrainFunction = Callable[[list[Message]], "str | Reply"]
 Scripted = str | Reply | BaseException
 
@@ -112,6 +133,7 @@ class Asked:
 
     messages: list[Message]
     schema: Mapping[str, Any] | None
+    tools: Sequence[Mapping[str, Any]] | None = None
 
 
 class ScriptedBrain:
@@ -126,15 +148,20 @@ class ScriptedBrain:
         script: the replies, or the function.
         refuse_schema: raise :class:`SchemaRefused` whenever a schema is passed, like a backend
             that cannot constrain decoding.
+        native: take native tool calls (``ask_native``); script them as ``Reply(tool_calls=...)``.
+            Without it ``ask_native`` refuses, like a backend with no tool API.
 
     Attributes:
         asked: every question asked so far, with its messages and schema.
     """
 
-    def __init__(self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False) -> None:
+    def __init__(
+        self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False, native: bool = False
+    ) -> None:
         self._fn: BrainFunction | None = script if callable(script) else None
         self._replies: list[Scripted] = [] if callable(script) else list(script)
         self.refuse_schema = refuse_schema
+        self.native = native
         self.asked: list[Asked] = []
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
@@ -143,7 +170,18 @@ class ScriptedBrain:
         if schema is not None and self.refuse_schema:
             raise SchemaRefused("this scripted brain refuses schemas", backend="scripted")
         self.asked.append(Asked(messages=copied, schema=schema))
-        item = self._next(copied)
+        return self._reply(copied)
+
+    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
+        """Return the next scripted reply, as a backend with native tool calls would."""
+        copied: list[Message] = [Message(role=m["role"], content=m["content"]) for m in messages]
+        if not self.native:
+            raise SchemaRefused("this scripted brain has no native tool calls", backend="scripted")
+        self.asked.append(Asked(messages=copied, schema=None, tools=list(tools)))
+        return self._reply(copied)
+
+    def _reply(self, messages: list[Message]) -> Reply:
+        item = self._next(messages)
         if isinstance(item, BaseException):
             raise item
         return item if isinstance(item, Reply) else Reply(text=item)

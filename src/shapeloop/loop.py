@@ -3,6 +3,7 @@ a reason a person can read."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,13 @@ class AgentRun:
         }
 
 
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
 def run_agent(
     brain: Brain | Callable[..., Any],
     tools: Iterable[Tool],
@@ -109,10 +117,11 @@ def run_agent(
     deny_tools: Iterable[str] | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
-    mode: Mode | Literal["constrained", "prose"] = Mode.CONSTRAINED,
+    mode: Mode | Literal["constrained", "prose", "native"] = Mode.CONSTRAINED,
     schema: Literal["per_tool", "flat"] = "per_tool",
     max_reason_chars: int | None = None,
     history: Sequence[Message] | None = None,
+    on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
 ) -> AgentRun:
     """Run a task to an answer or to a stop with a reason.
@@ -136,11 +145,15 @@ def run_agent(
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
         max_seconds: stop as ``budget`` once this much wall time has passed.
-        mode: ``constrained`` (the default; falls back to prose if the backend refuses the
-            schema) or ``prose`` from the start.
+        mode: ``constrained`` (the default; falls back to prose if the backend refuses or
+            ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
+            calls; falls back to constrained, then prose).
         schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
+        on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
+            stops the run (a routing brain's ``notice_repeat`` is called too), so a router can
+            escalate.
         transcript_path: write the transcript here as JSON Lines when the run ends, however it
             ends (an exception or Ctrl-C included).
     """
@@ -165,6 +178,8 @@ def run_agent(
         accept=accept_answer,
         sinks=sinks,
         budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
+        specs=[t.spec() for t in offered],
+        on_repeat=on_repeat,
     )
     opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
     opening += [m for m in history or () if m["role"] != "system"]
@@ -183,6 +198,9 @@ class _Run:
     accept: Acceptor | None
     sinks: list[Sink]
     budget: Budget
+    specs: list[dict[str, Any]]
+    on_repeat: Callable[[RepeatNoticed], None] | None = None
+    native_called: bool = False
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
     events: list[Event] = field(default_factory=list)
@@ -234,37 +252,37 @@ class _Run:
         reply = self._ask()
         if reply is None:
             return
+        if reply.tool_calls:
+            self._on_native_calls(reply)
+            return
         self._say("assistant", reply.text)
         if reply.finish is Finish.LENGTH:
             self._emit(ReplyCut(step=self.step, text=reply.text))
             self._barren(reply.text, prompts.cut_feedback(), "cut-off")
             return
-        found = extract_step(reply.text)
-        if found.step is None:
-            error = found.error or "no step found"
-            self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
-            self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
-            return
-        self._emit(ThoughtGiven(step=self.step, text=found.step.reason))
-        if found.step.action == "answer":
-            self._on_answer(found.step, reply.text)
+        if self.mode is Mode.NATIVE:
+            # After native calls, a reply in plain text is the model's answer.
+            found = extract_step(reply.text)
+            step = found.step or Step(reason="", action="answer", tool="", args={}, answer=reply.text.strip())
         else:
-            self._on_tool(found.step)
+            if self.mode is Mode.CONSTRAINED and not _is_json_object(reply.text):
+                self._switch(Mode.PROSE, "the backend ignored the schema: the reply was not a JSON object")
+            found = extract_step(reply.text)
+            if found.step is None:
+                error = found.error or "no step found"
+                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
+                self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
+                return
+            step = found.step
+        self._emit(ThoughtGiven(step=self.step, text=step.reason))
+        if step.action == "answer":
+            self._on_answer(step, reply.text)
+        else:
+            self._on_tool(step)
 
     def _ask(self) -> Reply | None:
-        schema = self.schema if self.mode is Mode.CONSTRAINED else None
         try:
-            reply = self.brain.ask(list(self.messages), schema)
-        except SchemaRefused as exc:
-            if schema is None:
-                self._finish(
-                    StopReason.BACKEND_ERROR,
-                    f"the backend refused a prose request at step {self.step}: {exc}",
-                )
-                return None
-            self.mode = Mode.PROSE
-            self._emit(ModeChanged(step=self.step, mode=Mode.PROSE, reason=str(exc)))
-            return self._ask()
+            reply = self._request()
         except BackendError as exc:
             self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
             return None
@@ -274,6 +292,52 @@ class _Run:
             ReplyReceived(step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine)
         )
         return reply
+
+    def _request(self) -> Reply:
+        """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
+        while True:
+            try:
+                if self.mode is Mode.NATIVE:
+                    reply = self._ask_native()
+                    if reply is not None:
+                        return reply
+                    continue
+                schema = self.schema if self.mode is Mode.CONSTRAINED else None
+                return self.brain.ask(list(self.messages), schema)
+            except SchemaRefused as exc:
+                if self.mode is Mode.PROSE:
+                    raise BackendError(f"the backend refused a prose request: {exc}") from exc
+                self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
+
+    def _ask_native(self) -> Reply | None:
+        """A native reply, or None after stepping down to constrained mode."""
+        ask_native = getattr(self.brain, "ask_native", None)
+        if ask_native is None:
+            self._switch(Mode.CONSTRAINED, "the backend has no native tool calls")
+            return None
+        reply: Reply = ask_native(list(self.messages), self.specs)
+        if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
+            self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
+            return None
+        return reply
+
+    def _on_native_calls(self, reply: Reply) -> None:
+        self.native_called = True
+        steps = [
+            Step(reason=reply.text.strip(), action="tool", tool=call.tool, args=dict(call.args), answer="")
+            for call in reply.tool_calls
+        ]
+        # The record keeps the calls in the step shape, so a later switch to another mode reads on.
+        self._say("assistant", "\n".join(step.to_json() for step in steps))
+        self._emit(ThoughtGiven(step=self.step, text=steps[0].reason))
+        for step in steps:
+            self._on_tool(step)
+            if self.outcome is not None:
+                return
+
+    def _switch(self, mode: Mode, reason: str) -> None:
+        self.mode = mode
+        self._emit(ModeChanged(step=self.step, mode=mode, reason=reason))
 
     def _on_tool(self, step: Step) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
@@ -306,7 +370,7 @@ class _Run:
                 f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
             )
         elif record.repeats:
-            self._emit(RepeatNoticed(step=self.step, what=str(call), times=record.times))
+            self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
 
     def _on_answer(self, step: Step, raw: str) -> None:
         text = step.answer
@@ -334,8 +398,17 @@ class _Run:
             )
             return
         if repeats:
-            self._emit(RepeatNoticed(step=self.step, what=f"{what} reply", times=repeats + 1))
+            self._repeating(RepeatNoticed(step=self.step, what=f"{what} reply", times=repeats + 1))
         self._say("user", feedback)
+
+    def _repeating(self, event: RepeatNoticed) -> None:
+        """Tell the sinks, the caller's hook and a routing brain that the run has begun to repeat."""
+        self._emit(event)
+        if self.on_repeat is not None:
+            self.on_repeat(event)
+        notice = getattr(self.brain, "notice_repeat", None)
+        if callable(notice):
+            notice(event)
 
     def _max_steps_reason(self) -> str:
         last = next(

@@ -68,6 +68,13 @@ class Tool:
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{where}: {error.message}" if where else error.message
 
+    def spec(self) -> dict[str, Any]:
+        """The tool in OpenAI's function format, as native tool APIs take it."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
     def signature(self) -> str:
         """A one-line summary such as ``read_file(path: string, offset?: integer)``."""
         props = self.parameters.get("properties", {}) or {}
