@@ -73,6 +73,22 @@ def extract_step(text: str) -> Extraction:
     return _last_step(text, spans, stripped)
 
 
+def split_think(text: str) -> tuple[str, str]:
+    """``(visible, thinking)``: the reply without its closed ``<think>`` blocks, and those blocks."""
+    regions = _think_regions(text)
+    if not regions:
+        return text, ""
+    visible, thinking, pos = [], [], 0
+    for start, end in sorted(regions):
+        if start < pos:
+            continue
+        visible.append(text[pos:start])
+        thinking.append(text[start:end])
+        pos = end
+    visible.append(text[pos:])
+    return "".join(visible).strip(), "\n".join(thinking)
+
+
 def _unwrap(text: str) -> str:
     """The reply without leading think blocks and without an outer code fence."""
     body = text.strip()

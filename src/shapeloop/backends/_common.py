@@ -1,0 +1,48 @@
+"""What the HTTP backends share: bounded backoff on 429 / 503, and reading native call arguments."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+RETRY_STATUSES = frozenset({429, 503})
+
+
+def with_backoff(
+    call: Callable[[], T],
+    *,
+    status_of: Callable[[Exception], int | None],
+    attempts: int = 5,
+    base_delay: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``call``; on a 429 or 503 wait ``base_delay * 2**n`` and try again, ``attempts`` times in all.
+
+    Args:
+        call: the request.
+        status_of: the HTTP status an exception carries, or None for errors not to retry.
+        attempts: tries in all, the first included.
+        base_delay: the first wait, in seconds.
+        sleep: how to wait (tests pass a recorder).
+    """
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:
+            if status_of(exc) not in RETRY_STATUSES or attempt == attempts - 1:
+                raise
+            sleep(base_delay * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """A native call's arguments (a JSON string or an object) as a dict; unreadable text is kept."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw or "{}")
+        except ValueError:
+            return {"_unparsed": raw}
+    return dict(raw) if isinstance(raw, dict) else {"_unparsed": raw}

@@ -1,0 +1,132 @@
+"""The Ollama backend through the real ``ollama`` client, against a server on loopback that speaks
+Ollama's chat API; and against a real daemon at ``OLLAMA_HOST`` when one answers."""
+
+import os
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from fake_ollama import FakeOllama, running
+from helpers import answer_step, tool_step
+
+from shapeloop import BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
+from shapeloop.backends.ollama import OllamaBrain
+from shapeloop.testing import BrainConformance
+
+pytest.importorskip("ollama", reason="the ollama client is not installed: pip install '.[ollama]'")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOllama]:
+    with running() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def fresh(server: FakeOllama) -> None:
+    server.requests.clear()
+    server.script.clear()
+    server.busy_left = 2
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return "red"
+
+
+class TestOllamaConformance(BrainConformance):
+    native_tools = True
+
+    @pytest.fixture(autouse=True)
+    def _server(self, server: FakeOllama) -> None:
+        self.url = server.url
+
+    def make_brain(self, *, max_tokens: int = 256) -> OllamaBrain:
+        return OllamaBrain("qwen2.5-coder:0.5b", host=self.url, max_tokens=max_tokens)
+
+
+def test_requests_carry_the_schema_num_ctx_and_no_streaming(server: FakeOllama) -> None:
+    server.script = [{"content": tool_step("lookup", key="colour")}, {"content": answer_step("red")}]
+    run = run_agent(OllamaBrain("m", host=server.url, num_ctx=4096), [lookup], "Colour?")
+    assert run.ok and run.mode is Mode.CONSTRAINED
+    first = server.requests[0]
+    assert first["stream"] is False
+    assert first["options"]["num_ctx"] == 4096 and first["options"]["num_predict"] == 512
+    assert first["format"]["anyOf"][0]["properties"]["tool"] == {"const": "lookup"}
+    assert run.usage is not None and run.usage.prompt_tokens > 0
+
+
+def test_thinking_is_kept_apart_and_never_parsed_as_the_step(server: FakeOllama) -> None:
+    server.script = [{"content": answer_step("red")}]
+    reply = OllamaBrain("m", host=server.url, think=True).ask([{"role": "user", "content": "x"}], None)
+    assert reply.thinking == "Let me think about the weather." and reply.text == answer_step("red")
+    assert server.requests[0]["think"] is True
+    server.script = [{"content": answer_step("blue")}]
+    reply = OllamaBrain("inline-thinker", host=server.url).ask([{"role": "user", "content": "x"}], None)
+    assert reply.text == answer_step("blue") and reply.thinking == "<think>hmm, what shape?</think>"
+
+
+def test_length_limit_is_a_length_stop(server: FakeOllama) -> None:
+    reply = OllamaBrain("m", host=server.url, max_tokens=3).ask([{"role": "user", "content": "count"}], None)
+    assert reply.finish is Finish.LENGTH and reply.text == "1 2 3"
+
+
+def test_busy_server_is_retried_with_exponential_backoff(server: FakeOllama) -> None:
+    waits: list[float] = []
+    brain = OllamaBrain("busy", host=server.url, sleep=waits.append)
+    reply = brain.ask([{"role": "user", "content": "x"}], None)
+    assert reply.text and waits == [0.5, 1.0] and len(server.requests) == 3
+
+
+def test_busy_beyond_the_retries_is_a_backend_error(server: FakeOllama) -> None:
+    run = run_agent(OllamaBrain("busy", host=server.url, retries=2, sleep=lambda s: None), [], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "429" in run.reason
+
+
+def test_missing_model_says_how_to_pull_it(server: FakeOllama) -> None:
+    with pytest.raises(BackendUnavailable, match="run `ollama pull missing`"):
+        OllamaBrain("missing", host=server.url).ask([{"role": "user", "content": "x"}], None)
+
+
+def test_refused_connection_says_to_start_ollama() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(BackendUnavailable, match="ollama serve"):
+        OllamaBrain("m", host=f"http://127.0.0.1:{port}").ask([{"role": "user", "content": "x"}], None)
+
+
+def test_native_tools_and_a_model_without_them(server: FakeOllama) -> None:
+    run = run_agent(OllamaBrain("m", host=server.url), [lookup], "Colour?", mode="native", max_steps=2)
+    assert server.requests[0]["tools"][0]["function"]["name"] == "lookup"
+    assert run.events[3].kind == "tool_call"
+    with pytest.raises(SchemaRefused, match="does not support native tools"):
+        OllamaBrain("notools", host=server.url).ask_native([{"role": "user", "content": "x"}], [lookup.spec()])
+    server.script = [{"content": tool_step("lookup", key="k")}, {"content": answer_step("red")}]
+    run = run_agent(OllamaBrain("notools", host=server.url), [lookup], "Colour?", mode="native")
+    assert run.ok and run.mode is Mode.CONSTRAINED
+
+
+def _daemon() -> str | None:
+    host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
+    host = host if host.startswith("http") else f"http://{host}"
+    try:
+        models = httpx.get(f"{host}/api/tags", timeout=2).json().get("models", [])
+    except (httpx.HTTPError, ValueError):
+        return None
+    return host if models else None
+
+
+@pytest.mark.live
+def test_live_ollama_daemon() -> None:
+    host = _daemon()
+    if host is None:
+        pytest.skip(
+            "LIVE TEST SKIPPED: no Ollama daemon with a model answers at $OLLAMA_HOST (default "
+            "127.0.0.1:11434): run `ollama serve` and `ollama pull qwen2.5-coder:0.5b`"
+        )
+    name = httpx.get(f"{host}/api/tags").json()["models"][0]["name"]
+    run = run_agent(OllamaBrain(name, host=host), [lookup], "Look up the key colour and tell me its value.")
+    assert run.mode is Mode.CONSTRAINED and "unreadable" not in [e.kind for e in run.events]
