@@ -88,7 +88,7 @@ class FakeOllama(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: FakeOllama
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         status, payload = self.server.answer(body) if self.path == "/api/chat" else (404, {"error": "not found"})
@@ -99,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

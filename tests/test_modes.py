@@ -1,5 +1,4 @@
 from helpers import answer_step, tool_step
-
 from shapeloop import Mode, Reply, ScriptedBrain, StopReason, ToolCall, ToolStatus, run_agent, tool
 from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
 from shapeloop.router import RouterBrain
@@ -54,7 +53,9 @@ def test_native_mode_steps_down_twice_to_prose() -> None:
 
 
 def test_a_model_that_answers_without_calling_falls_back_to_constrained() -> None:
-    brain = ScriptedBrain([Reply(text="probably red"), tool_step("lookup", key="colour"), answer_step("red")], native=True)
+    brain = ScriptedBrain(
+        [Reply(text="probably red"), tool_step("lookup", key="colour"), answer_step("red")], native=True
+    )
     run = run_agent(brain, [lookup], "Colour?", mode="native")
     assert run.ok and run.mode is Mode.CONSTRAINED and run.steps == 2
     assert switches(run) == [(Mode.CONSTRAINED, "the model answered without calling a tool")]

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+
 from fake_ollama import FakeOllama, running
 from helpers import answer_step, tool_step
-
 from shapeloop import BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
 from shapeloop.backends.ollama import OllamaBrain
 from shapeloop.testing import BrainConformance

@@ -26,7 +26,8 @@ class InstructorBrain:
             by default one is made for an OpenAI-compatible server at ``base_url``.
         base_url: the OpenAI-compatible API root when no client is given.
         api_key: the key for that server (``$OPENAI_API_KEY``, or a placeholder for local ones).
-        mode: instructor's mode name when no client is given: ``JSON``, ``MD_JSON`` or ``TOOLS``.
+        mode: instructor's mode name when no client is given: ``TOOLS`` (the default: the step is
+            a forced function call, which servers constrain), ``JSON`` or ``MD_JSON``.
         max_retries: validation retries.
         max_tokens: bound on generated tokens per request.
         temperature: sampling temperature.
@@ -39,7 +40,7 @@ class InstructorBrain:
         client: Any = None,
         base_url: str = "http://127.0.0.1:8000/v1",
         api_key: str | None = None,
-        mode: str = "JSON",
+        mode: str = "TOOLS",
         max_retries: int = 2,
         max_tokens: int = 512,
         temperature: float = 0.0,
@@ -59,6 +60,12 @@ class InstructorBrain:
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.temperature = temperature
+
+    def close(self) -> None:
+        """Close the underlying client's connections, when it has them."""
+        close = getattr(getattr(self.client, "client", None), "close", None)
+        if callable(close):
+            close()
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
         """Ask for a validated step; the reply text is the step as JSON."""

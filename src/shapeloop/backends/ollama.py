@@ -57,6 +57,16 @@ class OllamaBrain:
         self.retries = retries
         self._sleep = sleep
 
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.client.close()  # type: ignore[no-untyped-call]
+
+    def __enter__(self) -> OllamaBrain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
         """Ask with ``format`` set to the schema (or no format for prose)."""
         return self._chat(messages, format=dict(schema) if schema is not None else None)

@@ -69,6 +69,16 @@ class OpenAIBrain:
         self._sleep = sleep
         self.dialects: list[str] = list(DIALECTS)
 
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.client.close()
+
+    def __enter__(self) -> OpenAIBrain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
         """Ask with ``response_format`` set to the schema, trying each dialect the server may speak."""
         if schema is None:

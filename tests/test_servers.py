@@ -1,0 +1,152 @@
+"""The OpenAI-compatible and instructor backends against ``python -m llama_cpp.server`` on loopback,
+serving a real small model from the catalogue; and the embedded backend through the same kit."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from helpers import answer_step
+from shapeloop import Mode, SchemaRefused, models, run_agent, workspace_tools
+from shapeloop.backends.openai import OpenAIBrain
+from shapeloop.testing import BrainConformance
+
+pytestmark = pytest.mark.live
+SERVED = "qwen2.5-coder-0.5b"
+
+
+def _need_model(name: str) -> None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]')")
+    if not models.is_pulled(name):
+        pytest.skip(f"LIVE TEST SKIPPED: model {name} is not pulled: run `shapeloop pull {name}`")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    _need_model(SERVED)
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python's server extra is missing: pip install '.[dev]'")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(models.cached_path(SERVED)), "--model_alias",
+        SERVED, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+    ]  # fmt: skip
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed in the finally below
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama_cpp.server did not start within 180 s")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+class TestOpenAICompatibleConformance(BrainConformance):
+    @pytest.fixture(autouse=True)
+    def _server(self, server: str) -> None:
+        self.url = server
+
+    def make_brain(self, *, max_tokens: int = 256) -> OpenAIBrain:
+        return OpenAIBrain(SERVED, base_url=self.url, max_tokens=max_tokens)
+
+
+class TestInstructorConformance(BrainConformance):
+    schema_behaviour = "flat"
+    length_stop = False  # instructor either validates a step or raises; a cut reply is a retry
+
+    @pytest.fixture(autouse=True)
+    def _server(self, server: str) -> None:
+        self.url = server
+
+    def make_brain(self, *, max_tokens: int = 256):  # type: ignore[no-untyped-def]
+        from shapeloop.backends.instructor import InstructorBrain
+
+        return InstructorBrain(SERVED, base_url=self.url, max_tokens=max_tokens)
+
+
+class TestEmbeddedConformance(BrainConformance):
+    def make_brain(self, *, max_tokens: int = 256):  # type: ignore[no-untyped-def]
+        _need_model("smollm2-135m")
+        from shapeloop.backends.llamacpp import LlamaCppBrain
+
+        return LlamaCppBrain("smollm2-135m", n_ctx=2048, max_tokens=max_tokens)
+
+
+def test_the_server_refuses_openai_dialect_and_honours_llamacpp_dialect(server: str) -> None:
+    with OpenAIBrain(SERVED, base_url=server) as brain:
+        run = run_agent(brain, workspace_tools("examples/demo"), "Read colour.txt and tell me the colour it names.")
+    assert brain.dialects == ["json_object"]
+    assert run.mode is Mode.CONSTRAINED and run.ok, run.reason
+    assert "teal" in (run.answer or "").lower()
+    assert run.usage is not None and run.usage.completion_tokens > 0
+
+
+def test_a_server_that_rejects_every_dialect_is_a_refusal_and_the_loop_goes_to_prose() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = request.read().decode()
+        if "response_format" in body:
+            return httpx.Response(400, json={"error": {"message": "response_format is not supported"}})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "Here: " + answer_step("ok")},
+                                                      "finish_reason": "stop"}]})  # fmt: skip
+
+    brain = OpenAIBrain("m", transport=httpx.MockTransport(handler))
+    with pytest.raises(SchemaRefused, match=r"json_schema.*json_object"):
+        brain.ask([{"role": "user", "content": "x"}], {"type": "object"})
+    run = run_agent(OpenAIBrain("m", transport=httpx.MockTransport(handler)), [], "t")
+    assert run.ok and run.mode is Mode.PROSE
+
+
+def test_busy_openai_server_is_retried() -> None:
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) < 3:
+            return httpx.Response(503, json={"error": "loading model"})
+        choice = {"message": {"content": answer_step("ok")}, "finish_reason": "length"}
+        return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+
+    waits: list[float] = []
+    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler), sleep=waits.append).ask([], None)
+    assert waits == [0.5, 1.0] and reply.finish == "length" and reply.usage is not None
+
+
+def test_native_tool_calls_are_read() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        message = {"content": None, "tool_calls": [{"id": "1", "type": "function",
+                   "function": {"name": "read_file", "arguments": '{"path": "colour.txt"}'}}]}  # fmt: skip
+        return httpx.Response(200, json={"choices": [{"message": message, "finish_reason": "tool_calls"}]})
+
+    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler)).ask_native([], [])
+    assert reply.tool_calls[0].tool == "read_file" and reply.tool_calls[0].args == {"path": "colour.txt"}
