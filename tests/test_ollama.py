@@ -1,9 +1,11 @@
 """The Ollama backend through the real ``ollama`` client, against a server on loopback that speaks
 Ollama's chat API; and against a real daemon at ``OLLAMA_HOST`` when one answers."""
 
+import json
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +14,7 @@ from fake_ollama import FakeOllama, running
 from helpers import answer_step, tool_step
 from shapeloop import BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
 from shapeloop.backends.ollama import OllamaBrain
+from shapeloop.cli import main
 from shapeloop.testing import BrainConformance
 
 pytest.importorskip("ollama", reason="the ollama client is not installed: pip install '.[ollama]'")
@@ -130,3 +133,17 @@ def test_live_ollama_daemon() -> None:
     name = httpx.get(f"{host}/api/tags").json()["models"][0]["name"]
     run = run_agent(OllamaBrain(name, host=host), [lookup], "Look up the key colour and tell me its value.")
     assert run.mode is Mode.CONSTRAINED and "unreadable" not in [e.kind for e in run.events]
+
+
+def test_cli_runs_on_the_ollama_backend(server: FakeOllama, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "colour.txt").write_text("teal\n")
+    server.script = [{"content": tool_step("read_file", path="colour.txt")}, {"content": answer_step("teal")}]
+    args = ["run", "Colour?", "--root", str(tmp_path), "--backend", "ollama", "--base-url", server.url, "--json"]
+    assert main([*args, "--model", "qwen2.5-coder:0.5b"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["answer"] == "teal" and data["backend"] == "ollama" and data["model"] == "qwen2.5-coder:0.5b"
+    assert server.requests[0]["model"] == "qwen2.5-coder:0.5b"
+    assert main(args) == 2
+    assert "--backend ollama needs --model" in capsys.readouterr().err
+    assert main([*args[:-1], "--model", "missing"]) == 1
+    assert "ollama pull missing" in capsys.readouterr().err

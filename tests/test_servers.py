@@ -3,11 +3,14 @@ serving a real small model from the catalogue; and the embedded backend through 
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -150,3 +153,17 @@ def test_native_tool_calls_are_read() -> None:
 
     reply = OpenAIBrain("m", transport=httpx.MockTransport(handler)).ask_native([], [])
     assert reply.tool_calls[0].tool == "read_file" and reply.tool_calls[0].args == {"path": "colour.txt"}
+
+
+def test_cli_on_the_openai_and_instructor_backends(server: str, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "demo", tmp_path / "demo"))
+    for backend in ("openai", "instructor"):
+        done = subprocess.run(
+            [sys.executable, "-m", "shapeloop.cli", "run", "Read colour.txt and tell me the colour it names.",
+             "--root", str(root), "--backend", backend, "--base-url", server, "--model", SERVED, "--json"],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr
+        data = json.loads(done.stdout)
+        assert data["backend"] == backend and data["mode"] == "constrained"
+        assert any(e["kind"] == "tool_call" for e in data["events"])

@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from shapeloop import __version__, models
@@ -63,9 +63,23 @@ def _parser() -> argparse.ArgumentParser:
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", required=True, help="the workspace folder the tools may read")
     parser.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        default="llamacpp",
+        help="llamacpp: in-process, the default; ollama: an Ollama server; openai: any OpenAI-compatible "
+        "server; instructor: instructor over an OpenAI-compatible server",
+    )
+    parser.add_argument(
         "--model",
-        default=models.DEFAULT_MODEL,
-        help=f"catalogue name or .gguf path (default {models.DEFAULT_MODEL}, pulled on first use)",
+        help=f"llamacpp: a catalogue name or .gguf path (default {models.DEFAULT_MODEL}, pulled on first use); "
+        "other backends: the server's model name (required)",
+    )
+    parser.add_argument("--base-url", help="the server: Ollama's host, or the OpenAI-compatible API root (…/v1)")
+    parser.add_argument(
+        "--mode",
+        choices=["constrained", "prose", "native"],
+        default="constrained",
+        help="how steps are asked for (default constrained; native uses the backend's own tool calls)",
     )
     parser.add_argument("--max-steps", type=int, default=12, help="steps before giving up (default 12)")
     parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens (default 8192)")
@@ -86,12 +100,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         tools,
         args.task,
         max_steps=args.max_steps,
+        mode=args.mode,
         approve=_approver(args.approve),
         on_event=sink,
         transcript_path=args.transcript,
     )
     if args.json:
-        print(json.dumps({"model": args.model, **run.to_dict()}, ensure_ascii=False))
+        model = args.model or models.DEFAULT_MODEL
+        print(json.dumps({"backend": args.backend, "model": model, **run.to_dict()}, ensure_ascii=False))
     elif run.ok:
         print(run.answer)
     return _exit_status(run)
@@ -116,7 +132,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         if not task:
             continue
         run = run_agent(
-            brain, tools, task, max_steps=args.max_steps, approve=_approver(args.approve), on_event=ConsoleSink(),
+            brain, tools, task, max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve),
+            on_event=ConsoleSink(),
             history=history, transcript_path=args.transcript,
         )  # fmt: skip
         history = run.messages
@@ -142,12 +159,48 @@ def _load_brain(args: argparse.Namespace) -> Brain:
         with open(args.script, encoding="utf-8") as handle:
             replies: list[Any] = json.load(handle)
         return ScriptedBrain([r if isinstance(r, str) else json.dumps(r) for r in replies])
-    if args.model in models.CATALOGUE and not models.is_pulled(args.model):
-        size = models.lookup(args.model).size / 1e6
-        _say(f"model {args.model} is not pulled yet: pulling it now ({size:.0f} MB, once)")
+    if args.model is None and args.backend != "llamacpp":
+        raise UsageError(f"--backend {args.backend} needs --model: the name of a model the server has")
+    return BACKENDS[args.backend](args)
+
+
+def _llamacpp(args: argparse.Namespace) -> Brain:
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
-    return LlamaCppBrain(args.model, n_ctx=args.ctx, pull=True, progress=_say)
+    model = args.model or models.DEFAULT_MODEL
+    if model in models.CATALOGUE and not models.is_pulled(model):
+        _say(f"model {model} is not pulled yet: pulling it now ({models.lookup(model).size / 1e6:.0f} MB, once)")
+    return LlamaCppBrain(model, n_ctx=args.ctx, pull=True, progress=_say)
+
+
+def _ollama(args: argparse.Namespace) -> Brain:
+    from shapeloop.backends.ollama import OllamaBrain
+
+    return OllamaBrain(args.model, host=args.base_url, num_ctx=args.ctx)
+
+
+def _openai(args: argparse.Namespace) -> Brain:
+    from shapeloop.backends.openai import OpenAIBrain
+
+    return OpenAIBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
+
+
+def _instructor(args: argparse.Namespace) -> Brain:
+    from shapeloop.backends.instructor import InstructorBrain
+
+    return InstructorBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
+
+
+class UsageError(ShapeloopError):
+    """A combination of options that cannot work."""
+
+
+BACKENDS: dict[str, Callable[[argparse.Namespace], Brain]] = {
+    "llamacpp": _llamacpp,
+    "ollama": _ollama,
+    "openai": _openai,
+    "instructor": _instructor,
+}
 
 
 def _approver(choice: bool | None) -> Approver:
