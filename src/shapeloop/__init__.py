@@ -1,6 +1,6 @@
 """shapeloop: small local language models doing real work through tools."""
 
-from shapeloop.brain import Brain, Finish, Message, Reply, ScriptedBrain, Usage
+from shapeloop.brain import Brain, Finish, Message, NativeBrain, Reply, ScriptedBrain, Usage
 from shapeloop.errors import (
     BackendError,
     BackendUnavailable,
@@ -35,6 +35,7 @@ from shapeloop.events import (
 )
 from shapeloop.extract import Extraction, extract_step
 from shapeloop.loop import AgentRun, run_agent
+from shapeloop.router import RouterBrain
 from shapeloop.step import Step, flat_schema, step_schema
 from shapeloop.tools import Tool, ToolCall, ToolResult, ToolStatus, tool
 from shapeloop.workspace import Workspace, workspace_tools
@@ -59,12 +60,14 @@ __all__ = [
     "Message",
     "Mode",
     "ModeChanged",
+    "NativeBrain",
     "OutsideWorkspace",
     "RepeatNoticed",
     "Reply",
     "ReplyCut",
     "ReplyReceived",
     "ReplyUnreadable",
+    "RouterBrain",
     "RunStopped",
     "SchemaRefused",
     "ScriptedBrain",
