@@ -147,3 +147,29 @@ def test_interactive_approval_through_a_real_terminal(root: Path, tmp_path: Path
     assert (root / "n.txt").exists() is appended
     if appended:
         assert (root / "n.txt").read_text() == "from the model\n"
+
+
+def test_chat_keeps_the_conversation_across_tasks_in_a_real_terminal(root: Path, tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed: apt-get install tmux (the CI script does)")
+    steps = script(tmp_path, tool_step("read_file", path="colour.txt"), answer_step("teal"), answer_step("still teal"))
+    transcript = tmp_path / "chat.jsonl"
+    session = f"shapeloop-chat-{uuid.uuid4().hex[:8]}"
+    command = (
+        f"{sys.executable} -m shapeloop.cli chat --root {root} --script {steps} --transcript {transcript}; sleep 30"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", command)
+    try:
+        _wait_for(session, "you>")
+        _tmux("send-keys", "-t", session, "What colour is in colour.txt?", "Enter")
+        screen = _wait_for(session, "answered after 2 steps")
+        assert "\nteal\n" in screen
+        _tmux("send-keys", "-t", session, "Are you sure?", "Enter")
+        _wait_for(session, "still teal")
+        _tmux("send-keys", "-t", session, "C-d", "")
+        time.sleep(0.5)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+    entries = [json.loads(line) for line in transcript.read_text().splitlines()]
+    users = [e["content"] for e in entries if e.get("role") == "user"]
+    assert users[0] == "What colour is in colour.txt?" and users[-1] == "Are you sure?"

@@ -117,10 +117,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     tools = workspace_tools(args.root, write=args.write)
     brain = _load_brain(args)
     history: list[Message] = []
-    print(
-        f"shapeloop chat: {args.model} in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.",
-        file=sys.stderr,
-    )
+    model = args.model or models.DEFAULT_MODEL
+    _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
     while True:
         try:
             task = input("you> ").strip()
