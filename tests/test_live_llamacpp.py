@@ -57,7 +57,13 @@ def test_qwen_answers_the_colour_task_in_constrained_mode(qwen, demo: Path) -> N
     calls = [e.call for e in run.events if isinstance(e, ToolCalled)]
     assert any(c.tool == "read_file" and c.args.get("path") == "colour.txt" for c in calls)
     replies = [e for e in run.events if isinstance(e, ReplyReceived)]
-    assert all(r.engine == "llama.cpp-grammar" for r in replies)
+    try:
+        import llguidance  # noqa: F401
+
+        expected = "llguidance"
+    except ImportError:
+        expected = "llama.cpp-grammar"
+    assert all(r.engine == expected for r in replies)
     # the second step reuses the first step's prompt from the cache
     assert replies[1].usage is not None and replies[1].usage.cached_tokens > 0
     assert replies[1].usage.evaluated_tokens < replies[1].usage.prompt_tokens

@@ -11,9 +11,12 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
 
 from shapeloop import models
+from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.brain import Finish, Message, Reply, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import flat_schema
@@ -38,6 +41,8 @@ class LlamaCppBrain:
         reuse_cache: keep the evaluated prompt between steps (turn off only to measure it).
         pull: pull a catalogue model that is not in the cache yet.
         progress: called with a line of text while pulling or checking the model.
+        engine: constrained decoding engine: ``auto`` (llguidance with forced tokens where it is
+            installed and compiles the schema, llama.cpp's grammar otherwise), or one of them.
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class LlamaCppBrain:
         reuse_cache: bool = True,
         pull: bool = False,
         progress: models.Progress | None = None,
+        engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
     ) -> None:
         try:
             import llama_cpp
@@ -81,11 +87,23 @@ class LlamaCppBrain:
             ) from exc
         self._formatter = _chat_formatter(self.llm)
         self._grammars: dict[str, tuple[Any, str]] = {}
+        self.engine = engine
+        self._fast: FastDecoder | None = None
+        self.last_stats: dict[str, Any] = {}
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Generate one reply, constrained to ``schema`` when one is given."""
+        """Generate one reply, constrained to ``schema`` when one is given.
+
+        The fast engine (llguidance with forced tokens) runs where it is installed and compiles the
+        schema; llama.cpp's own grammar runs otherwise. ``Reply.engine`` says which ran, and
+        :attr:`last_stats` holds the decode calls and forced tokens of the last reply.
+        """
         rendered, tokens = self._render(messages)
         budget = self._room(len(tokens))
+        if schema is not None:
+            matcher = self._fast_matcher(schema)
+            if matcher is not None:
+                return self._ask_fast(tokens, matcher, budget)
         grammar, engine = (None, "free") if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
         try:
@@ -102,6 +120,8 @@ class LlamaCppBrain:
             raise BackendError(f"llama.cpp failed to generate: {exc}", backend="llamacpp") from exc
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        completion = int(usage.get("completion_tokens", 0))
+        self.last_stats = {"engine": engine, "decode_calls": completion, "forced_tokens": 0, "tokens": completion}
         return Reply(
             text=choice["text"],
             usage=Usage(
@@ -111,6 +131,49 @@ class LlamaCppBrain:
             ),
             finish=Finish.LENGTH if choice.get("finish_reason") == "length" else Finish.STOP,
             engine=engine,
+        )
+
+    def _fast_matcher(self, schema: Mapping[str, Any]) -> Any:
+        """A compiled llguidance matcher for ``schema``, or None to use llama.cpp's grammar."""
+        if self.engine == "llama.cpp":
+            return None
+        if self._fast is None:
+            try:
+                self._fast = FastDecoder(self.llm)
+            except ImportError:
+                if self.engine == "llguidance":
+                    raise BackendUnavailable(
+                        "llguidance is not installed: pip install 'shapeloop[local]'", backend="llamacpp"
+                    ) from None
+                self.engine = "llama.cpp"
+                return None
+        for candidate in (schema, flat_schema()):
+            try:
+                return self._fast.compile(bound_reason(candidate, self.max_reason_chars))
+            except ValueError:
+                continue
+        return None
+
+    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
+        assert self._fast is not None
+        cached = self._reusable_prefix(tokens)
+        try:
+            self.llm.n_tokens = cached
+            self.llm.eval(tokens[cached:])
+            made = self._fast.generate(
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise BackendError(f"llama.cpp failed to generate: {exc}", backend="llamacpp") from exc
+        self.last_stats = {
+            "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
+            "tokens": len(made.tokens),
+        }  # fmt: skip
+        return Reply(
+            text=self.llm.detokenize(made.tokens).decode("utf-8", errors="replace"),
+            usage=Usage(prompt_tokens=len(tokens), completion_tokens=len(made.tokens), cached_tokens=cached),
+            finish=Finish.STOP if made.finished else Finish.LENGTH,
+            engine=ENGINE,
         )
 
     def count_tokens(self, messages: Sequence[Message]) -> int:

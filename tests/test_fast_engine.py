@@ -1,0 +1,123 @@
+"""The embedded backend's fast path (llguidance masks and forced tokens) on a real model's vocabulary."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import jsonschema
+import pytest
+from pydantic import BaseModel
+
+from shapeloop import Tool, models, run_agent, step_schema, tool, workspace_tools
+from shapeloop.events import ReplyReceived
+
+pytestmark = pytest.mark.live
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@tool
+def plot(at: Point, label: str) -> str:
+    """Plot a labelled point."""
+    return "ok"
+
+
+@tool
+def set_mode(mode: Literal["fast", "slow", "très lent"]) -> str:
+    """Set the mode."""
+    return mode
+
+
+@tool
+def scale(factor: float, times: int) -> str:
+    """Scale by a factor, some times."""
+    return str(factor * times)
+
+
+WRITE = Tool(
+    name="files.write",
+    description="Write text to a file.",
+    parameters={
+        "type": "object",
+        "properties": {"path": {"type": "string", "maxLength": 40}, "text": {"type": "string", "maxLength": 120}},
+        "required": ["path", "text"],
+    },
+    fn=lambda path, text: "ok",
+)
+TOOLSETS = {"write": [WRITE], "nested": [plot], "enum": [set_mode], "numbers": [scale], "answer": []}
+
+
+@pytest.fixture(scope="module")
+def brain():  # type: ignore[no-untyped-def]
+    try:
+        import llama_cpp  # noqa: F401
+        import llguidance  # noqa: F401
+    except ImportError:
+        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python and llguidance are needed: pip install '.[local]'")
+    if not models.is_pulled("smollm2-135m"):
+        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull smollm2-135m`")
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    return LlamaCppBrain("smollm2-135m", n_ctx=2048, max_tokens=400, engine="llguidance", temperature=1.0)
+
+
+def _messages(task: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": 'Reply with a JSON step: "reason", "action", "tool", "args", "answer".'},
+        {"role": "user", "content": task},
+    ]
+
+
+@pytest.mark.parametrize("kind", list(TOOLSETS))
+def test_every_sampled_reply_is_valid_for_the_per_tool_schema(brain: Any, kind: str) -> None:
+    schema = step_schema(TOOLSETS[kind], max_reason_chars=120)
+    task = 'Write "quoted" text with a back\\slash, a tab\t, a newline\n and unicode: é, 日本, 🙂.'
+    for seed in range(4):
+        brain.seed = seed
+        reply = brain.ask(_messages(task), schema)
+        assert reply.engine == "llguidance"
+        assert reply.finish == "stop", reply.text
+        jsonschema.validate(json.loads(reply.text), schema)
+        stats = brain.last_stats
+        assert stats["forced_tokens"] > 0 and stats["decode_calls"] < stats["tokens"]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"reason": 'a "quote", a \\ and a\nnewline', "action": "tool", "tool": "files.write",
+         "args": {"path": "a b/é.txt", "text": "日本 🙂 \t {\"json\": [1]}"}, "answer": ""},
+        {"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": "ünïcødé and \"quotes\""},
+    ],
+)  # fmt: skip
+def test_the_grammar_admits_steps_as_json_dumps_writes_them(brain: Any, step: dict[str, Any]) -> None:
+    schema = step_schema([WRITE])
+    matcher = brain._fast.compile(schema) if brain._fast else None
+    if matcher is None:
+        brain.ask(_messages("x"), schema)
+        matcher = brain._fast.compile(schema)
+    for ensure_ascii in (False, True):
+        text = json.dumps(step, ensure_ascii=ensure_ascii)
+        tokens = brain.llm.tokenize(text.encode(), add_bos=False, special=False)
+        assert matcher.validate_tokens(tokens) == len(tokens), text
+        fresh = brain._fast.compile(schema)
+        assert fresh.consume_tokens(tokens) and fresh.is_accepting()
+
+
+def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) -> None:
+    if not models.is_pulled("qwen2.5-coder-0.5b"):
+        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull qwen2.5-coder-0.5b`")
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    (tmp_path / "colour.txt").write_text("The colour named in this file is teal.\n")
+    fast = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096)
+    run = run_agent(fast, workspace_tools(tmp_path), "Read colour.txt and tell me the colour it names.")
+    assert run.ok and "teal" in (run.answer or "").lower(), run.reason
+    assert {e.engine for e in run.events if isinstance(e, ReplyReceived)} == {"llguidance"}
+    slow = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096, engine="llama.cpp")
+    reply = slow.ask([{"role": "user", "content": "hi"}], step_schema([]))
+    assert reply.engine == "llama.cpp-grammar"
