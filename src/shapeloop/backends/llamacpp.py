@@ -43,6 +43,8 @@ class LlamaCppBrain:
         progress: called with a line of text while pulling or checking the model.
         engine: constrained decoding engine: ``auto`` (llguidance with forced tokens where it is
             installed and compiles the schema, llama.cpp's grammar otherwise), or one of them.
+        chat_template: a Jinja chat template to use instead of the model's own; a base model with
+            no template gets a plain ``Role: text`` transcript.
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class LlamaCppBrain:
         pull: bool = False,
         progress: models.Progress | None = None,
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
+        chat_template: str | None = None,
     ) -> None:
         try:
             import llama_cpp
@@ -85,7 +88,7 @@ class LlamaCppBrain:
                 f"llama.cpp could not load {self.path}: {exc}; the file may be corrupt: pull it again",
                 backend="llamacpp",
             ) from exc
-        self._formatter = _chat_formatter(self.llm)
+        self._formatter = _chat_formatter(self.llm, chat_template)
         self._grammars: dict[str, tuple[Any, str]] = {}
         self.engine = engine
         self._fast: FastDecoder | None = None
@@ -248,16 +251,19 @@ def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, 
     return copied
 
 
-def _chat_formatter(llm: Any) -> Any:
-    """The model's own chat template, as llama-cpp-python renders it."""
+# For a base model with no template of its own: a plain transcript that ends where the model speaks.
+PLAIN_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{{ m.role | capitalize }}: {{ m.content }}\n\n{% endfor %}"
+    "{% if add_generation_prompt %}Assistant: {% endif %}"
+)
+
+
+def _chat_formatter(llm: Any, template: str | None = None) -> Any:
+    """The model's own chat template (or ``template``), as llama-cpp-python renders it; a plain
+    transcript for a base model that has none."""
     from llama_cpp import llama_chat_format
 
-    template = llm.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise BackendUnavailable(
-            "the model has no chat template in its metadata; use an instruct model with a template",
-            backend="llamacpp",
-        )
+    template = template or llm.metadata.get("tokenizer.chat_template") or PLAIN_TEMPLATE
     eos_id, bos_id = llm.token_eos(), llm.token_bos()
     return llama_chat_format.Jinja2ChatFormatter(
         template=template,
