@@ -35,7 +35,9 @@ def machine() -> dict[str, Any]:
 
 
 def model_info(name: str) -> dict[str, Any]:
-    """Name, file and pinned sha256 of a catalogue model."""
+    """Name, file and pinned sha256 of a catalogue model (just the name for a server's model)."""
+    if name not in models.CATALOGUE:
+        return {"name": name}
     entry = models.lookup(name)
     return {"name": name, "title": entry.title, "file": str(models.cached_path(name)), "sha256": entry.sha256}
 
@@ -45,10 +47,10 @@ def median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
-def write(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``measurements/<name>.json`` with the date and versions added."""
-    MEASUREMENTS.mkdir(exist_ok=True)
-    path = MEASUREMENTS / f"{name}.json"
+def write(name: str, payload: dict[str, Any], folder: Path = MEASUREMENTS) -> Path:
+    """Write ``<folder>/<name>.json`` (``measurements/`` by default) with the date and versions added."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     record = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "shapeloop": shapeloop.__version__,

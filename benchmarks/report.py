@@ -1,0 +1,113 @@
+"""measurements/README.md: the current tables in plain Markdown, and a PNG chart of task success by
+model and mode, written from the JSON files the benchmarks leave in ``measurements/``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _load(folder: Path, name: str) -> dict[str, Any] | None:
+    path = folder / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write(folder: Path) -> Path:
+    """Write ``README.md`` (and ``success.png`` when matplotlib is installed) in ``folder``."""
+    parts = ["# Measurements", "", "Written by `python -m benchmarks` (and `python -m benchmarks.decoding`); "
+             "every figure below comes from the JSON files beside this page, which also hold the raw records, "
+             "the date, the machine and each model's sha256.", ""]  # fmt: skip
+    suite = _load(folder, "suite")
+    if suite:
+        parts += [f"## Agent task suite ({suite['tasks']} tasks; full run took {suite['seconds'] / 60:.0f} min)", ""]
+        rows = [
+            [s["model"], s["mode"], f"{s['success_rate']:.0%}", s["mean_steps"], s["mean_tokens"], s["mean_seconds"],
+             f"{s['valid_step_rate']:.0%}", s["no_tool_tasks_that_called_a_tool"],
+             ", ".join(f"{k} {v}" for k, v in sorted(s["stops"].items()))]
+            for s in suite["summaries"]
+        ]  # fmt: skip
+        parts += [_table(["model", "mode", "success", "mean steps", "mean tokens", "s / task", "valid steps",
+                          "no-tool tasks with a tool call", "how runs ended"], rows), ""]  # fmt: skip
+        if _chart(folder, suite):
+            parts += ["![task success by model and mode](success.png)", ""]
+    schemas = _load(folder, "schemas")
+    if schemas:
+        rows = [[s["model"], s["schema"], f"{s['success_rate']:.0%}", f"{s['wrong_tool_rate']:.1%}",
+                 f"{s['bad_argument_rate']:.1%}"] for s in schemas["summaries"]]  # fmt: skip
+        parts += ["## Per-tool schema vs flat schema (tool tasks, constrained)", "",
+                  _table(["model", "schema", "success", "wrong tool", "bad arguments"], rows), ""]  # fmt: skip
+    required = _load(folder, "required")
+    if required:
+        rows = [[r["model"], name, s["tool_steps"], s["verbless"], f"{s['verbless_rate_of_tool_steps']:.0%}"]
+                for r in required["results"] for name, s in r["summary"].items()]  # fmt: skip
+        parts += ["## Required vs optional fields (first step of each tool task)", "",
+                  _table(["model", "schema", "tool steps", "action with no tool", "rate"], rows), ""]  # fmt: skip
+    extraction = _load(folder, "extraction")
+    if extraction:
+        rows = [[name, f"{m['constructed_correct']}/{m['constructed_cases']}",
+                 f"{m['recorded_valid_step']}/{m['recorded_replies']}", m["throughput_mb_per_s"]]
+                for name, m in extraction["methods"].items()]  # fmt: skip
+        parts += ["## Extraction", "", _table(["method", "hard cases right", "recorded prose replies read",
+                                               "MB/s"], rows), ""]  # fmt: skip
+    repeats = _load(folder, "repeats")
+    if repeats:
+        rows = [[r["model"], name, s["runs"], s["mean_steps"], ", ".join(f"{k} {v}" for k, v in s["stops"].items()),
+                 s["stuck_stops_naming_a_call_with_its_count"]]
+                for r in repeats["results"] for name, s in r["summary"].items()]  # fmt: skip
+        parts += ["## Repeat detection", "", _table(["model", "setting", "runs", "mean steps", "stops",
+                                                     "stuck stops naming the call"], rows), ""]  # fmt: skip
+    decoding = _load(folder, "decoding")
+    if decoding:
+        rows = []
+        for r in decoding["results"]:
+            s = r["speed"]["summary"]
+            rows.append([r["model"]["name"], s["free"]["median_tokens_per_second"],
+                         s["llama.cpp-grammar"]["median_seconds"], s["llama.cpp-grammar"]["median_tokens_per_second"],
+                         s["llguidance"]["median_seconds"], s["llguidance"]["median_tokens_per_second"],
+                         s["llguidance"]["median_decode_calls"], s["llguidance"]["median_tokens"],
+                         r["speed"]["fast_seconds_over_grammar"], r["speed"]["fast_effective_rate_over_free"],
+                         r["cache"]["reused"]["median_evaluated_per_later_step"],
+                         r["cache"]["not_reused"]["median_evaluated_per_later_step"]])  # fmt: skip
+        parts += ["## Decoding (embedded backend)", "", _table(
+            ["model", "free tok/s", "grammar s/step", "grammar tok/s", "fast s/step", "fast effective tok/s",
+             "fast decode calls/step", "step tokens", "fast / grammar time", "fast rate / free rate",
+             "prompt tokens evaluated per later step (cache)", "(no cache)"], rows), ""]  # fmt: skip
+    out = folder / "README.md"
+    out.write_text("\n".join(parts))
+    return out
+
+
+def _chart(folder: Path, suite: dict[str, Any]) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    summaries = suite["summaries"]
+    models = list(dict.fromkeys(s["model"] for s in summaries))
+    modes = list(dict.fromkeys(s["mode"] for s in summaries))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        rates = [
+            next((s["success_rate"] for s in summaries if s["model"] == m and s["mode"] == mode), 0) for m in models
+        ]
+        ax.bar([x + i * width for x in range(len(models))], [r * 100 for r in rates], width, label=mode)
+    ax.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(models))], models)
+    ax.set_ylabel("tasks succeeded (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"Agent task suite ({suite['tasks']} tasks) by model and mode")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "success.png", dpi=100)
+    plt.close(fig)
+    return True

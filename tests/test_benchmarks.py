@@ -1,0 +1,77 @@
+"""The benchmark suite: its acceptors, its extraction cases, and a --quick run on a real model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from benchmarks import extraction
+from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says
+
+from shapeloop import models
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_suite_has_thirty_tasks_of_every_kind_and_a_quick_slice() -> None:
+    assert len(TASKS) >= 30 and len({t.name for t in TASKS}) == len(TASKS)
+    kinds = {t.kind for t in TASKS}
+    assert kinds == {"read", "find", "count", "compare", "follow", "write", "escape", "no_tool"}
+    assert set(QUICK) <= {t.name for t in TASKS}
+
+
+def test_acceptors_accept_right_answers_and_refuse_wrong_ones() -> None:
+    assert number(709000)("About 709,000 people.", WORKSPACE) and not number(709000)("709 people", WORKSPACE)
+    assert says("teal")("The colour is TEAL.", WORKSPACE) and not says("teal")("red", WORKSPACE)
+    right = {"colour": "It names teal.", "count-todo": "3 lines", "bigger-city": "Oslo is bigger", "sum-csv": "10"}
+    for task in TASKS:
+        if task.name in right:
+            assert task.check(right[task.name], WORKSPACE), task.name
+            assert not task.check("I do not know", WORKSPACE), task.name
+
+
+def test_the_fixture_workspace_holds_what_the_tasks_ask_about() -> None:
+    assert "teal" in (WORKSPACE / "colour.txt").read_text()
+    assert (WORKSPACE / "notes" / "pointer.txt").read_text().strip().endswith("data/secret.txt")
+    assert len((WORKSPACE / "notes" / "todo.txt").read_text().splitlines()) == 3
+
+
+def test_our_extractor_reads_every_constructed_case_and_first_to_last_does_not() -> None:
+    cases = extraction.constructed()
+    ours = [extraction.ours(reply) == expected for _, reply, expected in cases]
+    naive = [extraction.naive(reply) == expected for _, reply, expected in cases]
+    assert all(ours), [name for (name, _, _), ok in zip(cases, ours, strict=True) if not ok]
+    assert sum(naive) < len(cases) / 2
+
+
+@pytest.mark.live
+def test_quick_run_writes_complete_well_formed_results(tmp_path: Path) -> None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]')")
+    if not models.is_pulled("smollm2-135m"):
+        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull smollm2-135m`")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "bench [" in done.stderr  # the progress bar
+    for name in ("suite", "schemas", "required", "extraction", "repeats"):
+        data = json.loads((tmp_path / f"{name}.json").read_text())
+        assert data["date"] and data["machine"]["cores"] and data["shapeloop"]
+        assert data["models"][0]["name"] == "smollm2-135m" and len(data["models"][0]["sha256"]) == 64
+    suite = json.loads((tmp_path / "suite.json").read_text())
+    assert len(suite["records"]) == 2 * len(QUICK) and suite["seconds"] > 0
+    for summary in suite["summaries"]:
+        assert 0 <= summary["success_rate"] <= 1 and summary["stops"]
+        assert sum(summary["stops"].values()) == len(QUICK)
+    for record in suite["records"]:
+        assert {"task", "success", "stop", "steps", "tokens", "seconds", "tool_calls"} <= set(record)
+    assert json.loads((tmp_path / "extraction.json").read_text())["methods"]["shapeloop"]["constructed_cases"] >= 10
+    readme = (tmp_path / "README.md").read_text()
+    assert "## Agent task suite" in readme and "smollm2-135m" in readme
