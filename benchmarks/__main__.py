@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> None:
             progress.step("repeats")
         results["repeats"].append({"model": name, **measured})
         del brain
-    seconds = round(time.perf_counter() - started, 1)
-    _write_all(args.out, names, tasks, records, results, settings, seconds)
+        # written after every model, so a long run that is stopped keeps what it measured
+        done = names[: names.index(name) + 1]
+        seconds = round(time.perf_counter() - started, 1)
+        _write_all(args.out, done, tasks, records, results, settings, seconds)
     print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min")
 
 

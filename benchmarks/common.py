@@ -42,9 +42,9 @@ def model_info(name: str) -> dict[str, Any]:
     return {"name": name, "title": entry.title, "file": str(models.cached_path(name)), "sha256": entry.sha256}
 
 
-def median(values: list[float]) -> float:
-    """The median, or NaN-free 0.0 for no values."""
-    return float(statistics.median(values)) if values else 0.0
+def median(values: list[float]) -> float | None:
+    """The median, or None when there are no values."""
+    return float(statistics.median(values)) if values else None
 
 
 def write(name: str, payload: dict[str, Any], folder: Path = MEASUREMENTS) -> Path:

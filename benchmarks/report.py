@@ -73,12 +73,12 @@ def write(folder: Path) -> Path:
                          s["llguidance"]["median_seconds"], s["llguidance"]["median_tokens_per_second"],
                          s["llguidance"]["median_decode_calls"], s["llguidance"]["median_tokens"],
                          r["speed"]["fast_seconds_over_grammar"], r["speed"]["fast_effective_rate_over_free"],
-                         r["cache"]["reused"]["median_evaluated_per_later_step"],
-                         r["cache"]["not_reused"]["median_evaluated_per_later_step"]])  # fmt: skip
+                         r["cache"]["reused"]["median_evaluated_per_step"],
+                         r["cache"]["not_reused"]["median_evaluated_per_step"]])  # fmt: skip
         parts += ["## Decoding (embedded backend)", "", _table(
             ["model", "free tok/s", "grammar s/step", "grammar tok/s", "fast s/step", "fast effective tok/s",
              "fast decode calls/step", "step tokens", "fast / grammar time", "fast rate / free rate",
-             "prompt tokens evaluated per later step (cache)", "(no cache)"], rows), ""]  # fmt: skip
+             "prompt tokens evaluated per step (cache reused)", "(cache not reused)"], rows), ""]  # fmt: skip
     out = folder / "README.md"
     out.write_text("\n".join(parts))
     return out
