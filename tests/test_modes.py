@@ -1,5 +1,5 @@
 from helpers import answer_step, tool_step
-from shapeloop import Mode, Reply, ScriptedBrain, StopReason, ToolCall, ToolStatus, run_agent, tool
+from shapeloop import Mode, Reply, ScriptedBrain, StopReason, ToolCall, ToolStatus, Usage, run_agent, tool
 from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
 from shapeloop.router import RouterBrain
 
@@ -96,3 +96,11 @@ def test_router_escalates_on_the_first_repeat_and_the_fallback_finishes() -> Non
     assert run.ok and run.answer == "red" and run.steps == 3
     assert len(local.asked) == 2 and len(remote.asked) == 1
     assert router.escalated and router.escalations[0].what == 'lookup({"key": "colour"})'
+
+
+def test_a_set_aside_native_reply_still_counts_its_tokens() -> None:
+    spent = Usage(prompt_tokens=10, completion_tokens=2)
+    brain = ScriptedBrain([Reply(text="probably red", usage=spent), Reply(text=answer_step("red"), usage=spent)],
+                          native=True)  # fmt: skip
+    run = run_agent(brain, [lookup], "Colour?", mode="native")
+    assert run.ok and run.usage == Usage(prompt_tokens=20, completion_tokens=4)

@@ -286,8 +286,7 @@ class _Run:
         except BackendError as exc:
             self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
             return None
-        if reply.usage is not None:
-            self.usage = reply.usage if self.usage is None else self.usage + reply.usage
+        self._count(reply.usage)
         self._emit(
             ReplyReceived(step=self.step, text=reply.text, finish=reply.finish, usage=reply.usage, engine=reply.engine)
         )
@@ -317,9 +316,14 @@ class _Run:
             return None
         reply: Reply = ask_native(list(self.messages), self.specs)
         if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
+            self._count(reply.usage)  # the reply is set aside, but its tokens were spent
             self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
             return None
         return reply
+
+    def _count(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage = usage if self.usage is None else self.usage + usage
 
     def _on_native_calls(self, reply: Reply) -> None:
         self.native_called = True
