@@ -11,7 +11,7 @@ import pytest
 from benchmarks import extraction
 from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says
 
-from shapeloop import models
+from helpers import need_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,12 +49,7 @@ def test_our_extractor_reads_every_constructed_case_and_first_to_last_does_not()
 
 @pytest.mark.live
 def test_quick_run_writes_complete_well_formed_results(tmp_path: Path) -> None:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]')")
-    if not models.is_pulled("smollm2-135m"):
-        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull smollm2-135m`")
+    need_model("smollm2-135m")
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200,

@@ -9,7 +9,8 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from shapeloop import Tool, models, run_agent, step_schema, tool, workspace_tools
+from helpers import need_model
+from shapeloop import Tool, run_agent, step_schema, tool, workspace_tools
 from shapeloop.events import ReplyReceived
 
 pytestmark = pytest.mark.live
@@ -53,13 +54,7 @@ TOOLSETS = {"write": [WRITE], "nested": [plot], "enum": [set_mode], "numbers": [
 
 @pytest.fixture(scope="module")
 def brain():  # type: ignore[no-untyped-def]
-    try:
-        import llama_cpp  # noqa: F401
-        import llguidance  # noqa: F401
-    except ImportError:
-        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python and llguidance are needed: pip install '.[local]'")
-    if not models.is_pulled("smollm2-135m"):
-        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull smollm2-135m`")
+    need_model("smollm2-135m", fast=True)
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     return LlamaCppBrain("smollm2-135m", n_ctx=2048, max_tokens=400, engine="llguidance", temperature=1.0)
@@ -109,8 +104,7 @@ def test_the_grammar_admits_steps_as_json_dumps_writes_them(brain: Any, step: di
 
 
 def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) -> None:
-    if not models.is_pulled("qwen2.5-coder-0.5b"):
-        pytest.skip("LIVE TEST SKIPPED: run `shapeloop pull qwen2.5-coder-0.5b`")
+    need_model("qwen2.5-coder-0.5b", fast=True)
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     (tmp_path / "colour.txt").write_text("The colour named in this file is teal.\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import need_model
 from shapeloop import Mode, StopReason, extract_step, models, run_agent, workspace_tools
 from shapeloop.events import ReplyReceived, ToolCalled
 
@@ -17,20 +18,9 @@ DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
 TASK = "Read colour.txt and tell me the colour it names."
 
 
-def need(name: str) -> None:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip(
-            "LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]' with the README's flags)"
-        )
-    if not models.is_pulled(name):
-        pytest.skip(f"LIVE TEST SKIPPED: model {name} is not pulled: run `shapeloop pull {name}`")
-
-
 @pytest.fixture(scope="module")
 def qwen():  # type: ignore[no-untyped-def]
-    need("qwen2.5-coder-0.5b")
+    need_model("qwen2.5-coder-0.5b")
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     return LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096)
@@ -38,7 +28,7 @@ def qwen():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def smol():  # type: ignore[no-untyped-def]
-    need("smollm2-135m")
+    need_model("smollm2-135m")
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     return LlamaCppBrain("smollm2-135m", n_ctx=4096)
@@ -85,7 +75,7 @@ def test_every_constrained_reply_parses_as_a_step(brain_name: str, request: pyte
 
 
 def test_a_prompt_that_does_not_fit_stops_with_the_count(demo: Path) -> None:
-    need("smollm2-135m")
+    need_model("smollm2-135m")
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     brain = LlamaCppBrain("smollm2-135m", n_ctx=256)
@@ -101,7 +91,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 
 def test_shapeloop_run_end_to_end(demo: Path) -> None:
-    need("qwen2.5-coder-0.5b")
+    need_model("qwen2.5-coder-0.5b")
     done = _cli("run", TASK, "--root", str(demo), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -114,7 +104,7 @@ def test_shapeloop_run_end_to_end(demo: Path) -> None:
 
 
 def test_a_tampered_model_file_is_refused(tmp_path: Path, demo: Path) -> None:
-    need("smollm2-135m")
+    need_model("smollm2-135m")
     cache = tmp_path / "cache"
     cache.mkdir()
     copy = cache / models.lookup("smollm2-135m").filename

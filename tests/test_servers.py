@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers import answer_step
+from helpers import answer_step, need_model
 from shapeloop import Mode, SchemaRefused, models, run_agent, workspace_tools
 from shapeloop.backends.openai import OpenAIBrain
 from shapeloop.testing import BrainConformance
@@ -24,18 +24,9 @@ pytestmark = pytest.mark.live
 SERVED = "qwen2.5-coder-0.5b"
 
 
-def _need_model(name: str) -> None:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("LIVE TEST SKIPPED: llama-cpp-python is not installed (pip install '.[local]')")
-    if not models.is_pulled(name):
-        pytest.skip(f"LIVE TEST SKIPPED: model {name} is not pulled: run `shapeloop pull {name}`")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    _need_model(SERVED)
+    need_model(SERVED)
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
@@ -100,7 +91,7 @@ class TestInstructorConformance(BrainConformance):
 
 class TestEmbeddedConformance(BrainConformance):
     def make_brain(self, *, max_tokens: int = 256):  # type: ignore[no-untyped-def]
-        _need_model("smollm2-135m")
+        need_model("smollm2-135m")
         from shapeloop.backends.llamacpp import LlamaCppBrain
 
         return LlamaCppBrain("smollm2-135m", n_ctx=2048, max_tokens=max_tokens)
