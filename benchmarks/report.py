@@ -15,8 +15,12 @@ def _load(folder: Path, name: str) -> dict[str, Any] | None:
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def write(folder: Path) -> Path:
