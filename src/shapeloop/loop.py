@@ -361,7 +361,7 @@ class _Run:
             )
         )
         self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=status.value, tools=self.toolbox.tools))
+        self._say("user", prompts.tool_feedback(result, record, status=status.value))
         if record.repeats >= self.stuck_limit:
             same = record.repeats + 1
             detail = (

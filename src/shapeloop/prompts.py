@@ -6,7 +6,7 @@ Kept short and literal: a 135M model follows a short instruction and ignores a l
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from shapeloop.guards import CallRecord
 from shapeloop.tools import Tool, ToolResult
@@ -18,28 +18,22 @@ _FORMAT = """Every reply is one JSON object with these five fields, in this orde
   "args": the tool's arguments as an object ({} when answering)
   "answer": your final answer to the task ("" when calling a tool)"""
 
-# A worked example with a made-up tool, so that a small model copies the shape and not a real tool's
-# arguments. The answer is visibly taken from the result: an answer example that stood alone was
-# copied word for word by qwen2.5-coder-0.5b as its answer to most tasks.
-_EXAMPLE = "\n".join(
+# A made-up tool, so that a small model copies the shape and not the arguments of a real one.
+_EXAMPLES = "\n".join(
     [
-        "Example, with a made-up tool get_weather (use the real tools above):",
-        "Task: What is the weather in Oslo?",
-        "Step: " + json.dumps({"reason": "I need the weather in Oslo", "action": "tool", "tool": "get_weather",
-                               "args": {"city": "Oslo"}, "answer": ""}),
-        'Result of get_weather({"city": "Oslo"}): snow, -3 C',
-        "Step: " + json.dumps({"reason": "The result gives the weather", "action": "answer", "tool": "",
-                               "args": {}, "answer": "Snow, -3 C"}),
-        "Task: What is 2 + 3?",
-        "Step: " + json.dumps({"reason": "No tool is needed for this", "action": "answer", "tool": "",
-                               "args": {}, "answer": "5"}),
+        "Examples with a made-up tool get_weather (use the real tools above):",
+        json.dumps(
+            {"reason": "I need the weather in Oslo", "action": "tool", "tool": "get_weather",
+             "args": {"city": "Oslo"}, "answer": ""}
+        ),
+        json.dumps(
+            {"reason": "The tool said it is snowing", "action": "answer", "tool": "", "args": {},
+             "answer": "It is snowing in Oslo."}
+        ),
     ]
 )  # fmt: skip
 
 _NEXT = 'If this result answers the task, reply with action "answer" now; otherwise call another tool.'
-# After a failed or refused call the result is not an answer: say what to do instead.
-_FAILED = "That call did not work: fix it{paths}, call another tool, or answer without it."
-
 
 _PROSE = """Reply with the JSON object only: no other text before or after it."""
 
@@ -67,7 +61,7 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
         "results tell you, or when no tool fits the task.",
     ]
     if tools:
-        lines += ["", _EXAMPLE]
+        lines += ["", _EXAMPLES]
     if prose:
         lines.append(_PROSE)
     if extra:
@@ -75,13 +69,9 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
     return "\n".join(lines)
 
 
-def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, tools: Collection[str] = ()) -> str:
-    """The user turn that carries a tool's result back to the model, and what to do next."""
-    if result.text.startswith(("ERROR:", "DENIED:")):
-        after = _FAILED.format(paths=" (list_files shows the real paths)" if "list_files" in tools else "")
-    else:
-        after = _NEXT
-    text = f"Result of {result.call}:\n{result.text}\n\n{after}"
+def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
+    """The user turn that carries a tool's result back to the model."""
+    text = f"Result of {result.call}:\n{result.text}\n\n{_NEXT}"
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "
