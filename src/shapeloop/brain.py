@@ -166,7 +166,7 @@ class ScriptedBrain:
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
         """Return the next scripted reply."""
-        copied: list[Message] = [Message(role=m["role"], content=m["content"]) for m in messages]
+        copied = _copy(messages)
         if schema is not None and self.refuse_schema:
             raise SchemaRefused("this scripted brain refuses schemas", backend="scripted")
         self.asked.append(Asked(messages=copied, schema=schema))
@@ -174,7 +174,7 @@ class ScriptedBrain:
 
     def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
         """Return the next scripted reply, as a backend with native tool calls would."""
-        copied: list[Message] = [Message(role=m["role"], content=m["content"]) for m in messages]
+        copied = _copy(messages)
         if not self.native:
             raise SchemaRefused("this scripted brain has no native tool calls", backend="scripted")
         self.asked.append(Asked(messages=copied, schema=None, tools=list(tools)))
@@ -195,6 +195,11 @@ class ScriptedBrain:
                 backend="scripted",
             )
         return self._replies.pop(0)
+
+
+def _copy(messages: Sequence[Message]) -> list[Message]:
+    """The messages as plain dicts, so a later change to the run's list cannot alter the record."""
+    return [Message(role=m["role"], content=m["content"]) for m in messages]
 
 
 class _CallableBrain:

@@ -191,9 +191,8 @@ def check_gguf(path: Path) -> None:
 def verify(entry: CatalogueModel, path: Path, *, progress: Progress | None = None) -> None:
     """Check ``path`` against the entry's size and sha256; delete it and raise on a mismatch."""
     stat = path.stat()
-    stamp = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": entry.sha256}
-    marker = path.with_name(path.name + ".verified")
-    if marker.is_file() and _read_json(marker) == stamp:
+    marker = _marker(path)
+    if marker.is_file() and _read_json(marker) == _stamp(path, entry):
         return
     if progress:
         progress(f"checking the sha256 of {path.name}")
@@ -207,7 +206,17 @@ def verify(entry: CatalogueModel, path: Path, *, progress: Progress | None = Non
             expected=entry.sha256,
             actual=actual,
         )
-    marker.write_text(json.dumps(stamp))
+    marker.write_text(json.dumps(_stamp(path, entry)))
+
+
+def _marker(path: Path) -> Path:
+    """Beside a model file: what it was when its checksum last matched."""
+    return path.with_name(path.name + ".verified")
+
+
+def _stamp(path: Path, entry: CatalogueModel) -> dict[str, object]:
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": entry.sha256}
 
 
 def pull(name: str, *, progress: Progress | None = None, fetch: Fetch | None = None, force: bool = False) -> Path:
@@ -251,10 +260,7 @@ def pull(name: str, *, progress: Progress | None = None, fetch: Fetch | None = N
             actual=actual,
         )
     os.replace(partial, target)
-    stat = target.stat()
-    target.with_name(target.name + ".verified").write_text(
-        json.dumps({"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": entry.sha256})
-    )
+    _marker(target).write_text(json.dumps(_stamp(target, entry)))
     say(f"pulled {name}: {target}")
     return target
 
@@ -316,5 +322,5 @@ def remove(name: str) -> bool:
     path = cached_path(name)
     existed = path.exists()
     path.unlink(missing_ok=True)
-    path.with_name(path.name + ".verified").unlink(missing_ok=True)
+    _marker(path).unlink(missing_ok=True)
     return existed

@@ -92,6 +92,7 @@ class LlamaCppBrain:
         self._grammars: dict[str, tuple[Any, str]] = {}
         self.engine = engine
         self._fast: FastDecoder | None = None
+        self._fast_schemas: dict[str, dict[str, Any] | None] = {}
         self.last_stats: dict[str, Any] = {}
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
@@ -150,12 +151,21 @@ class LlamaCppBrain:
                     ) from None
                 self.engine = "llama.cpp"
                 return None
-        for candidate in (schema, flat_schema()):
-            try:
-                return self._fast.compile(bound_reason(candidate, self.max_reason_chars))
-            except ValueError:
-                continue
-        return None
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._fast_schemas:
+            # Which schema llguidance takes (the per-tool one, else the flat one, else none) is decided
+            # once per schema, not again at every step.
+            self._fast_schemas[key] = None
+            for candidate in (schema, flat_schema()):
+                bounded = bound_reason(candidate, self.max_reason_chars)
+                try:
+                    self._fast.compile(bounded)
+                except ValueError:
+                    continue
+                self._fast_schemas[key] = bounded
+                break
+        chosen = self._fast_schemas[key]
+        return None if chosen is None else self._fast.compile(chosen)
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
         assert self._fast is not None
