@@ -14,6 +14,7 @@ loop has run the tools). Every tool is a real, deterministic function: no networ
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import math
 import operator
@@ -335,7 +336,7 @@ def _evaluate(node: ast.AST, x: float) -> float:
         return _OPERATORS[type(node.op)](_evaluate(node.left, x), _evaluate(node.right, x))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
         raise ToolFailure("^ is not a power in Python: write x**2")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and node.args:
         return _FUNCTIONS[node.func.id](_evaluate(node.args[0], x))
     raise ToolFailure(f"unsupported in the expression: {ast.dump(node)[:60]}; use x, numbers, + - * / **, sin, cos")
 
@@ -347,9 +348,12 @@ def _integrate(python_expression: str, lower: float, upper: float) -> str:
         raise ToolFailure(f"not a Python expression: {python_expression!r}; write e.g. 'x**2 + 3*x'") from None
     steps = 1000
     width = (upper - lower) / steps
-    total = _evaluate(tree, lower) + _evaluate(tree, upper)
-    for i in range(1, steps):
-        total += (4 if i % 2 else 2) * _evaluate(tree, lower + i * width)
+    try:
+        total = _evaluate(tree, lower) + _evaluate(tree, upper)
+        for i in range(1, steps):
+            total += (4 if i % 2 else 2) * _evaluate(tree, lower + i * width)
+    except (ArithmeticError, ValueError) as exc:
+        raise ToolFailure(f"{python_expression} cannot be evaluated on [{lower:g}, {upper:g}]: {exc}") from None
     return f"integral of {python_expression} from {lower:g} to {upper:g}: {total * width / 3:.4f}"
 
 
@@ -421,8 +425,6 @@ def hash_text(text: str, algorithm: Literal["md5", "sha1", "sha256", "crc32"] = 
         text: the text to hash, exactly as given.
         algorithm: the hash function.
     """
-    import hashlib
-
     data = text.encode()
     digest = f"{zlib.crc32(data):08x}" if algorithm == "crc32" else hashlib.new(algorithm, data).hexdigest()
     return f"{algorithm}: {digest}"
@@ -628,7 +630,7 @@ nutrition_totals = Tool(
     description="Total calories and protein of a list of foods, from a nutrition table (per 100 g).",
     parameters=_object(
         {"items": {"type": "array", "minItems": 1, "description": "the foods eaten",
-                   "items": _object({"food": {"type": "string", "enum": list(_NUTRITION)},
+                   "items": _object({"food": {"type": "string", "enum": list(_NUTRITION), "description": "the food"},
                                      "grams": {"type": "number", "description": "weight in grams"}},
                                     "food", "grams")}},
         "items",
@@ -647,9 +649,9 @@ log_workout = Tool(
     name="log_workout",
     description="Log a strength workout and report its total volume (sets x reps x weight).",
     parameters=_object(
-        {"exercises": {"type": "array", "minItems": 1, "items": _object(
+        {"exercises": {"type": "array", "minItems": 1, "description": "the exercises done", "items": _object(
             {"name": {"type": "string", "description": "exercise name, e.g. 'deadlift'"},
-             "sets": {"type": "integer", "minimum": 1},
+             "sets": {"type": "integer", "minimum": 1, "description": "number of sets"},
              "reps": {"type": "integer", "minimum": 1, "description": "repetitions per set"},
              "weight_kg": {"type": "number", "description": "load in kg; leave out for body-weight exercises"}},
             "name", "sets", "reps")}},
@@ -818,7 +820,8 @@ plan_route = Tool(
     parameters=_object(
         {"stops": {"type": "array", "items": {"type": "string"}, "minItems": 2,
                    "description": "city names in the order visited, start first"},
-         "mode": {"type": "string", "enum": ["driving", "cycling"], "default": "driving"}},
+         "mode": {"type": "string", "enum": ["driving", "cycling"], "default": "driving",
+                  "description": "how the route is travelled"}},
         "stops",
     ),
     fn=_plan_route,
@@ -863,7 +866,7 @@ search_flights = Tool(
          "destination": {"type": "string", "pattern": "^[A-Za-z]{3}$",
                          "description": "IATA code of the arrival airport"},
          "date": {"type": "string", "format": "date", "description": "departure date, YYYY-MM-DD"},
-         "passengers": {"type": "integer", "minimum": 1, "default": 1}},
+         "passengers": {"type": "integer", "minimum": 1, "default": 1, "description": "number of travellers"}},
         "origin", "destination", "date",
     ),
     fn=_search_flights,
@@ -900,10 +903,10 @@ search_hotels = Tool(
     name="searchHotels",
     description="Search hotels in a city for given dates; lists each hotel's id, name and total price.",
     parameters=_object(
-        {"city": {"type": "string"},
+        {"city": {"type": "string", "description": "city name"},
          "check_in": {"type": "string", "format": "date", "description": "arrival date, YYYY-MM-DD"},
-         "nights": {"type": "integer", "minimum": 1},
-         "guests": {"type": "integer", "minimum": 1, "default": 2}},
+         "nights": {"type": "integer", "minimum": 1, "description": "length of the stay"},
+         "guests": {"type": "integer", "minimum": 1, "default": 2, "description": "people sharing a room"}},
         "city", "check_in", "nights",
     ),
     fn=_search_hotels,
@@ -1098,7 +1101,7 @@ portfolio_value = Tool(
     name="portfolio.value",
     description="Current market value of stock holdings at the latest prices.",
     parameters=_object(
-        {"holdings": {"type": "array", "minItems": 1, "items": _object(
+        {"holdings": {"type": "array", "minItems": 1, "description": "the positions held", "items": _object(
             {"symbol": {"type": "string", "description": "ticker"},
              "shares": {"type": "number", "exclusiveMinimum": 0, "description": "number of shares"}},
             "symbol", "shares")}},
@@ -1131,7 +1134,7 @@ settle_expenses = Tool(
     description="Split shared costs equally and say who pays whom.",
     parameters=_object(
         {"payments": {"type": "array", "minItems": 2, "description": "what each person paid",
-                      "items": _object({"name": {"type": "string"},
+                      "items": _object({"name": {"type": "string", "description": "who paid"},
                                         "amount": {"type": "number", "minimum": 0, "description": "paid so far"}},
                                        "name", "amount")}},
         "payments",
@@ -1163,12 +1166,14 @@ search_products = Tool(
     description="Search the shop's catalogue.",
     parameters=_object(
         {"query": {"type": "string", "description": "what to look for"},
-         "filters": _object(
-             {"category": {"type": "string", "enum": ["audio", "books", "clothing", "home", "sports"]},
+         "filters": {**_object(
+             {"category": {"type": "string", "enum": ["audio", "books", "clothing", "home", "sports"],
+                           "description": "shop department"},
               "max_price": {"type": "number", "description": "highest price in USD"},
               "in_stock": {"type": "boolean", "description": "only products that can ship now"},
               "sort": {"type": "string", "enum": ["relevance", "price_asc", "price_desc", "rating"],
-                       "default": "relevance"}})},
+                       "default": "relevance", "description": "order of the results"}}),
+             "description": "optional narrowing of the search"}},
         "query",
     ),
     fn=_search_products,
@@ -1192,14 +1197,15 @@ shipping_quote = Tool(
     name="shipping_quote",
     description="Price of shipping a parcel to an address.",
     parameters=_object(
-        {"destination": _object(
+        {"destination": {**_object(
             {"street": {"type": "string", "description": "street and number"},
-             "city": {"type": "string"},
-             "postal_code": {"type": "string"},
+             "city": {"type": "string", "description": "town or city"},
+             "postal_code": {"type": "string", "description": "postcode as written locally"},
              "country": {"type": "string", "pattern": "^[A-Z]{2}$", "description": "ISO 3166-1 alpha-2 code"}},
-            "street", "city", "postal_code", "country"),
-         "weight_kg": {"type": "number", "exclusiveMinimum": 0},
-         "service": {"type": "string", "enum": ["standard", "express"], "default": "standard"}},
+            "street", "city", "postal_code", "country"), "description": "the delivery address"},
+         "weight_kg": {"type": "number", "exclusiveMinimum": 0, "description": "parcel weight in kg"},
+         "service": {"type": "string", "enum": ["standard", "express"], "default": "standard",
+                     "description": "standard (3-5 days) or express (1-2 days)"}},
         "destination", "weight_kg",
     ),
     fn=_shipping_quote,
@@ -1336,7 +1342,7 @@ user_posts = Tool(
     description="A user's posts, newest first.",
     parameters=_object(
         {"user_id": {"type": "integer", "description": "the numeric user id"},
-         "limit": {"type": "integer", "minimum": 1, "default": 10}},
+         "limit": {"type": "integer", "minimum": 1, "default": 10, "description": "most posts to return"}},
         "user_id",
     ),
     fn=_user_posts,
@@ -1426,10 +1432,12 @@ search_staff = Tool(
     name="hr.search_employees",
     description="List employees matching filters.",
     parameters=_object(
-        {"filters": _object(
-            {"department": {"type": "string", "enum": ["engineering", "finance", "sales", "support"]},
-             "min_years_of_service": {"type": "integer", "minimum": 0},
-             "remote": {"type": "boolean", "description": "true: only remote workers; false: only office workers"}})},
+        {"filters": {**_object(
+            {"department": {"type": "string", "enum": ["engineering", "finance", "sales", "support"],
+                            "description": "the employee's department"},
+             "min_years_of_service": {"type": "integer", "minimum": 0, "description": "at least this many years"},
+             "remote": {"type": "boolean", "description": "true: only remote workers; false: only office workers"}}),
+            "description": "conditions every listed employee meets; leave a field out to not filter on it"}},
         "filters",
     ),
     fn=_search_staff,
@@ -1553,8 +1561,9 @@ scale_recipe = Tool(
     name="scaleRecipe",
     description="Multiply every ingredient quantity of a recipe by a factor.",
     parameters=_object(
-        {"ingredients": {"type": "array", "minItems": 1, "items": _object(
-            {"name": {"type": "string"}, "quantity": {"type": "number"},
+        {"ingredients": {"type": "array", "minItems": 1, "description": "the recipe's ingredients", "items": _object(
+            {"name": {"type": "string", "description": "ingredient"},
+             "quantity": {"type": "number", "description": "amount in the unit"},
              "unit": {"type": "string", "description": "g, ml, tbsp...; leave out for counted items such as eggs"}},
             "name", "quantity")},
          "factor": {"type": "number", "exclusiveMinimum": 0, "description": "e.g. 2 to double"}},

@@ -286,6 +286,9 @@ def test_tools_say_what_went_wrong_with_unknown_inputs() -> None:
     args = {"python_expression": "x^2", "lower": 0, "upper": 1}
     result = Toolbox(task.tools).run(ToolCall(tool="integrate", args=args))
     assert result.status is ToolStatus.ERROR and "x**2" in result.text
+    args = {"python_expression": "1/x", "lower": 0, "upper": 1}
+    result = Toolbox(task.tools).run(ToolCall(tool="integrate", args=args))
+    assert result.status is ToolStatus.ERROR and "cannot be evaluated" in result.text
     task = next(t for t in CALL_TASKS if t.name == "sql-count")
     result = Toolbox(task.tools).run(ToolCall(tool="run_sql", args={"query": "DROP TABLE customers"}))
     assert result.status is ToolStatus.ERROR and "SELECT" in result.text
@@ -297,3 +300,20 @@ def test_about_half_of_the_tools_come_from_typed_functions() -> None:
     assert 0.35 <= len(typed) / len(tools) <= 0.65, (len(typed), len(tools))
     names = list(tools)
     assert any("." in n for n in names) and any(n != n.lower() for n in names) and any("_" in n for n in names)
+
+
+def _undocumented(schema: Any, path: str) -> list[str]:
+    missing = []
+    for name, spec in schema.get("properties", {}).items():
+        if "description" not in spec:
+            missing.append(path + name)
+        missing += _undocumented(spec, f"{path}{name}.")
+        if isinstance(spec.get("items"), dict):
+            missing += _undocumented(spec["items"], f"{path}{name}[].")
+    return missing
+
+
+def test_every_parameter_of_every_tool_is_documented() -> None:
+    tools = {t.name: t for task in CALL_TASKS for t in task.tools}
+    assert all(t.description for t in tools.values())
+    assert [(n, _undocumented(t.parameters, "")) for n, t in tools.items() if _undocumented(t.parameters, "")] == []
