@@ -716,13 +716,18 @@ get_forecast = Tool(
 )  # fmt: skip
 
 
+_AIR = {
+    "delhi": ("Delhi", 187, "unhealthy"),
+    "new delhi": ("New Delhi", 187, "unhealthy"),
+    "oslo": ("Oslo", 21, "good"),
+}
+
 get_air_quality = Tool(
     name="get_air_quality",
     description="Current air quality index (AQI) of a city.",
     parameters=_object({"city": {"type": "string", "description": "city name"}}, "city"),
-    fn=lambda city: "{} AQI now: {} ({})".format(*_lookup(
-        {"delhi": ("Delhi", 187, "unhealthy"), "oslo": ("Oslo", 21, "good")}, city, "air quality station for")),
-)  # fmt: skip
+    fn=lambda city: "{} AQI now: {} ({})".format(*_lookup(_AIR, city, "air quality station for")),
+)
 
 
 _COORDINATES = {"porto": ("Porto, Portugal", 41.1579, -8.6291), "quito": ("Quito, Ecuador", -0.1807, -78.4678),
@@ -1271,9 +1276,9 @@ def get_match(match_id: int) -> str:
 
 
 def _player_stats(player: str, season: str) -> str:
-    stats = {("erling haaland", "2022-23"): "36 goals, 8 assists in 35 league matches",
-             ("erling haaland", "2023-24"): "27 goals, 5 assists in 31 league matches"}  # fmt: skip
-    found = stats.get((_key(player), season))
+    stats = {("haaland", "2022-23"): "36 goals, 8 assists in 35 league matches",
+             ("haaland", "2023-24"): "27 goals, 5 assists in 31 league matches"}  # fmt: skip
+    found = stats.get((_key(player).split()[-1] if player.strip() else "", season))
     if found is None:
         raise ToolFailure(f"no statistics for {player} in {season}")
     return f"{player}, {season}: {found}"
@@ -1667,10 +1672,10 @@ _CALL = _tasks(
      [slugify], _e(slugify, text="Hello World, Again!", separator="_"), says_word("hello_world_again")),
     ("add-days", "What date is 45 days after 2024-01-20?",
      [add_days], _e(add_days, date="2024-01-20", days=45), says_any("2024-03-05", "march 5", "5 march", "march 5th")),
-    ("projectile-range", "A projectile is launched at 20 m/s at an angle of 45 degrees. What is its range? "
-     "Use standard gravity.",
-     [projectile_range], _e(projectile_range, speed=20, angle_degrees=45, gravity=(OMIT, 9.81)),
-     has_number(40.77, tolerance=0.01)),
+    ("projectile-range", "A projectile is launched at 20 m/s at an angle of 45 degrees. Ignoring air resistance, "
+     "what is its range?",
+     [projectile_range], _e(projectile_range, speed=20, angle_degrees=45, gravity=(OMIT, 9.81, 9.8, 9.80665)),
+     has_number(40.77, tolerance=0.05)),
     ("calories-swimming", "roughly how many calories do i burn swiming for 30 min? i weigh 70kg",
      [calories_burned], _e(calories_burned, activity="swimming", minutes=30, weight_kg=70), has_number(203)),
     ("delay-eighth-note", "mixing a track atm - whats the delay time in ms for an eighth note at 128 bpm",
@@ -1878,9 +1883,8 @@ _MULTI = _tasks(
     ("straight-line-distance", "What is the straight-line distance between Quito and Guayaquil, in kilometres?",
      [geocode, geo_distance], _e(geocode, city=("Quito", "Quito, Ecuador", "Guayaquil", "Guayaquil, Ecuador")),
      has_number(274.1, tolerance=1.0),
-     _e(geocode, city=("Guayaquil", "Guayaquil, Ecuador", "Quito", "Quito, Ecuador")),
-     _e(geo_distance, lat1=(-0.1807, -2.171), lon1=(-78.4678, -79.9224), lat2=(-2.171, -0.1807),
-        lon2=(-79.9224, -78.4678))),
+     _e(geocode, city=("Guayaquil", "Guayaquil, Ecuador")),
+     _e(geo_distance, lat1=-0.1807, lon1=-78.4678, lat2=-2.171, lon2=-79.9224)),
     ("latest-post-title", "What's the title of the most recent post by @kestrel_dev?",
      [user_lookup, user_posts], _e(user_lookup, username=("kestrel_dev", "@kestrel_dev")),
      says_word("profiling asyncio without tears"), _e(user_posts, user_id=5521904, limit=(OMIT, 1, 10))),

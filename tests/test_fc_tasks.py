@@ -151,6 +151,42 @@ def test_irrelevance_tasks_want_an_answer_not_a_call(task: CallTask) -> None:
 # --- end to end --------------------------------------------------------------------------------
 
 
+def _variants(spec: Any) -> list[Any]:
+    """Every value an allowed spec accepts with one choice changed from the canonical one at a time."""
+    if isinstance(spec, tuple):
+        return [v for one in spec if one is not OMIT for v in _variants(one)]
+    if isinstance(spec, dict):
+        alternatives = {k: v if isinstance(v, tuple) else (v,) for k, v in spec.items()}
+        base = canonical_args(alternatives)
+        out = [base]
+        for key, allowed in alternatives.items():
+            if any(one is OMIT for one in allowed):
+                out.append({k: v for k, v in base.items() if k != key})
+            out += [{**base, key: v} for v in _variants(allowed)]
+        return out
+    if isinstance(spec, list):
+        base = [canonical_args({"v": (one,)})["v"] for one in spec]
+        return [base] + [[*base[:i], v, *base[i + 1 :]] for i, one in enumerate(spec) for v in _variants(one)]
+    return [spec]
+
+
+def _allowed_calls(expected: Expected) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = _variants(dict(expected.args))
+    assert all(call_ok(expected, expected.tool, call)[0] for call in calls)
+    return calls
+
+
+@pytest.mark.parametrize("task", WITH_FIRST, ids=_ids(WITH_FIRST))
+def test_every_allowed_first_call_validates_runs_and_is_accepted(task: CallTask) -> None:
+    assert task.first is not None
+    for args in _allowed_calls(task.first):
+        assert first_call_ok(task, task.first.tool, args) == (True, ""), args
+        result = Toolbox(task.tools).run(ToolCall(tool=task.first.tool, args=args))
+        assert result.status is ToolStatus.OK, (args, result.text)
+        if task.kind != "multi":
+            assert task.check(result.text, HERE), (args, result.text)
+
+
 @pytest.mark.parametrize("task", SINGLE, ids=_ids(SINGLE))
 def test_the_right_call_gives_a_result_that_passes_the_check_and_the_question_does_not(task: CallTask) -> None:
     assert task.first is not None
@@ -174,6 +210,12 @@ def test_the_chain_needs_every_result_and_only_its_last_passes_the_check(task: C
         if str(value) not in task.prompt and any(str(value) in text for text in earlier)
     ]
     assert carried, "no later call takes a value that only an earlier result gives"
+    for expected in task.chain:
+        for args in _allowed_calls(expected):
+            result = Toolbox(task.tools).run(ToolCall(tool=expected.tool, args=args))
+            assert result.status is ToolStatus.OK, (args, result.text)
+    for args in _allowed_calls(task.chain[-1]):
+        assert task.check(Toolbox(task.tools).run(ToolCall(tool=task.chain[-1].tool, args=args)).text, HERE), args
 
 
 # --- the matching rules ------------------------------------------------------------------------
