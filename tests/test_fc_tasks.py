@@ -157,16 +157,16 @@ def _variants(spec: Any) -> list[Any]:
         return [v for one in spec if one is not OMIT for v in _variants(one)]
     if isinstance(spec, dict):
         alternatives = {k: v if isinstance(v, tuple) else (v,) for k, v in spec.items()}
-        base = canonical_args(alternatives)
-        out = [base]
+        fields = canonical_args(alternatives)
+        out: list[Any] = [fields]
         for key, allowed in alternatives.items():
             if any(one is OMIT for one in allowed):
-                out.append({k: v for k, v in base.items() if k != key})
-            out += [{**base, key: v} for v in _variants(allowed)]
+                out.append({k: v for k, v in fields.items() if k != key})
+            out += [{**fields, key: v} for v in _variants(allowed)]
         return out
     if isinstance(spec, list):
-        base = [canonical_args({"v": (one,)})["v"] for one in spec]
-        return [base] + [[*base[:i], v, *base[i + 1 :]] for i, one in enumerate(spec) for v in _variants(one)]
+        items = [canonical_args({"v": (one,)})["v"] for one in spec]
+        return [items] + [[*items[:i], v, *items[i + 1 :]] for i, one in enumerate(spec) for v in _variants(one)]
     return [spec]
 
 
