@@ -1756,11 +1756,11 @@ _NESTED = _tasks(
      [search_products], _e(search_products, query=("wireless headphones", "headphones"), filters={
          "category": (OMIT, "audio"), "max_price": 100, "in_stock": True, "sort": "price_asc"}),
      says_word("soundcore")),
-    ("calendar-invite", "Schedule a meeting titled 'Budget review' on 2025-04-08 at 14:30 for 45 minutes "
+    ("calendar-invite", "Schedule a meeting titled 'Budget review' on April 8th 2025 at 2:30 pm for 45 minutes "
      "with ana@example.com and li@example.com.",
      [create_event], _e(create_event, title="Budget review", date="2025-04-08", start_time="14:30",
                         duration_minutes=45, attendees=["ana@example.com", "li@example.com"]),
-     says_any("EV-89223", "89223")),
+     any_of(says_any("EV-89223", "89223"), says_any("created", "scheduled"))),
     ("matrix-determinant", "find the determinant of [[4, 3], [6, 8]]",
      [determinant], _e(determinant, matrix=[[4, 3], [6, 8]]), has_number(14)),
     ("staff-filters", "List the employees in the Sales department with at least 5 years of service who work "
@@ -1772,7 +1772,8 @@ _NESTED = _tasks(
          {"name": "Anna", "amount": 60}, {"name": "Ben", "amount": 15}, {"name": "Carl", "amount": 0}]),
      all_of(has_number(10), has_number(25))),
     ("route-stops", "Plan a driving route from Lyon to Geneva and then on to Turin. How long is it?",
-     [plan_route], _e(plan_route, stops=["Lyon", "Geneva", "Turin"], mode=(OMIT, "driving")), has_number(413)),
+     [plan_route], _e(plan_route, stops=["Lyon", "Geneva", "Turin"], mode=(OMIT, "driving")),
+     any_of(has_number(413), has_number(5.2))),
     ("workout-log", "log today's workout: squats 5x5 at 100kg, bench press 3x8 at 60 kg. total volume?",
      [log_workout], _e(log_workout, exercises=[
          {"name": ("squats", "squat"), "sets": 5, "reps": 5, "weight_kg": 100},
@@ -1872,8 +1873,8 @@ _MULTI = _tasks(
      [find_files, file_info, list_directory], _e(find_files, name="q3-final.pdf", root=("/data", "/data/")),
      says_any("2024-10-03", "october 3", "3 october", "oct 3", "october 3rd"),
      _e(file_info, path="/data/reports/2024/q3-final.pdf")),
-    ("hotel-cancellation", "Find hotels in Kyoto for 2 nights from 2025-03-14 and tell me the cancellation policy "
-     "of the cheapest one.",
+    ("hotel-cancellation", "Find hotels in Kyoto for 2 nights from 14 March 2025 and tell me the cancellation "
+     "policy of the cheapest one.",
      [search_hotels, get_hotel_details, search_flights],
      _e(search_hotels, city="Kyoto", check_in="2025-03-14", nights=2, guests=(OMIT, 2)), has_number(72),
      _e(get_hotel_details, hotel_id="H-8830")),
