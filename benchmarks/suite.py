@@ -152,7 +152,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "success_rate": _rate(sum(r["success"] for r in records), n),
         "first_call_rate": _rate(sum(bool(r["first_ok"]) for r in firsts), len(firsts)),
         "first_call_tasks": len(firsts),
-        "abstention_rate": _rate(sum(r["first_step"] == "answer" and not r["tool_calls"] for r in abstain), len(abstain)),
+        "abstention_rate": _rate(sum(_abstained(r) for r in abstain), len(abstain)),
         "abstention_tasks": len(abstain),
         "mean_steps": round(sum(r.get("steps", 1) for r in records) / n, 2),
         "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
@@ -167,6 +167,10 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "success_by_kind": _by_kind(records, "success"),
         "first_call_by_kind": _by_kind([r for r in records if r["first_ok"] is not None], "first_ok"),
     }
+
+
+def _abstained(record: dict[str, Any]) -> bool:
+    return record["first_step"] == "answer" and not record["tool_calls"]
 
 
 def _rate(hits: int, count: int) -> float | None:
