@@ -18,13 +18,22 @@ from shapeloop import (
     step_schema,
     tool,
 )
-from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
+from shapeloop.errors import ToolFailure
+from shapeloop.events import AnswerRejected, ModeChanged, RepeatNoticed, ToolReturned
 
 
 @tool
 def lookup(key: str) -> str:
     """Look a key up."""
     return {"colour": "red", "size": "large"}.get(key, "unknown")
+
+
+@tool
+def strict_lookup(key: str) -> str:
+    """Look a key up; an unknown key is an error."""
+    if key != "colour":
+        raise ToolFailure(f"no such key {key!r} in the table")
+    return "red"
 
 
 def kinds(run: object) -> list[str]:
@@ -63,7 +72,6 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
     assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
-    assert second[-1]["content"].endswith("The task: What colour?")
 
 
 def test_every_sink_gets_every_event() -> None:
@@ -305,3 +313,36 @@ def test_run_to_dict_is_json() -> None:
     data = json.loads(json.dumps(run.to_dict()))
     assert data["stop"] == "answered" and data["usage"]["total_tokens"] == 5
     assert data["events"][-1]["kind"] == "stop"
+
+
+def _variant_tools(schema: object) -> set[str]:
+    assert isinstance(schema, dict)
+    return {v["properties"]["tool"]["const"] for v in schema.get("anyOf", [schema])} - {""}
+
+
+def test_after_a_repeated_call_the_next_step_may_not_call_that_tool_again() -> None:
+    other = tool(name="other")(lambda: "x")
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), tool_step("lookup", key="colour"), answer_step("red")])
+    run = run_agent(brain, [lookup, other], "What colour?")
+    assert run.answer == "red"
+    schemas = [_variant_tools(a.schema) for a in brain.asked]
+    assert schemas == [{"lookup", "other"}, {"lookup", "other"}, {"other"}]
+
+
+def test_an_answer_that_repeats_a_failed_calls_error_is_refused_and_fed_back() -> None:
+    brain = ScriptedBrain([
+        tool_step("strict_lookup", key="nope"),
+        answer_step("ERROR: no such key 'nope'"),
+        answer_step("The tool has no key nope (no such key), so I cannot say."),
+    ])  # fmt: skip
+    run = run_agent(brain, [strict_lookup], "What colour?")
+    assert run.steps == 3 and run.answer is not None and run.answer.startswith("The tool has no key")
+    assert "an error is not an answer" in brain.asked[2].messages[-1]["content"]
+    rejected = [e for e in run.events if isinstance(e, AnswerRejected)]
+    assert [e.objection for e in rejected] == ["the answer repeats a failed call's error"]
+
+
+def test_an_answer_quoting_a_failed_result_without_its_prefix_is_refused_too() -> None:
+    brain = ScriptedBrain([tool_step("strict_lookup", key="nope"), answer_step("no such key 'nope' in the table"),
+                           answer_step("I cannot find it.")])  # fmt: skip
+    assert run_agent(brain, [strict_lookup], "What colour?").answer == "I cannot find it."

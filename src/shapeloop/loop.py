@@ -163,15 +163,18 @@ def run_agent(
         raise ValueError("max_steps and stuck_limit must be at least 1")
     toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
     offered = list(toolbox.tools.values())
-    if schema == "flat":
-        step_json = flat_schema(max_reason_chars=max_reason_chars)
-    else:
-        step_json = step_schema(offered, max_reason_chars=max_reason_chars)
+
+    def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
+        if schema == "flat":
+            return flat_schema(max_reason_chars=max_reason_chars)
+        return step_schema([t for t in offered if t.name not in excluded], max_reason_chars=max_reason_chars)
+
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
         brain=as_brain(brain),
         toolbox=toolbox,
-        schema=step_json,
+        schema=schema_without(frozenset()),
+        schema_without=schema_without,
         mode=Mode(mode),
         max_steps=max_steps,
         stuck_limit=stuck_limit,
@@ -194,6 +197,7 @@ class _Run:
     brain: Brain
     toolbox: Toolbox
     schema: dict[str, Any]
+    schema_without: Callable[[frozenset[str]], dict[str, Any]]
     mode: Mode
     max_steps: int
     stuck_limit: int
@@ -204,6 +208,10 @@ class _Run:
     on_repeat: Callable[[RepeatNoticed], None] | None = None
     task: str = ""
     native_called: bool = False
+    # After a repeated call, the next constrained step may not call that tool again: the model is
+    # asked for the answer or another tool instead of a third identical call.
+    excluded: frozenset[str] = frozenset()
+    last_failure: str | None = None  # the last result, while it is an error or a refusal
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
     events: list[Event] = field(default_factory=list)
@@ -304,8 +312,12 @@ class _Run:
                     if reply is not None:
                         return reply
                     continue
-                schema = self.schema if self.mode is Mode.CONSTRAINED else None
-                return self.brain.ask(list(self.messages), schema)
+                schema = None
+                if self.mode is Mode.CONSTRAINED:
+                    schema = self.schema_without(self.excluded) if self.excluded else self.schema
+                reply = self.brain.ask(list(self.messages), schema)
+                self.excluded = frozenset()
+                return reply
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
@@ -364,6 +376,7 @@ class _Run:
             )
         )
         self.barren.reset()
+        self.last_failure = result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED) else None
         self._say("user", prompts.tool_feedback(result, record, status=status.value, task=self.task))
         if record.repeats >= self.stuck_limit:
             same = record.repeats + 1
@@ -377,6 +390,7 @@ class _Run:
                 f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
             )
         elif record.repeats:
+            self.excluded = frozenset({call.tool})
             self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
 
     def _on_answer(self, step: Step, raw: str) -> None:
@@ -384,6 +398,10 @@ class _Run:
         if not text.strip():
             self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
+            return
+        if self._echoes_failure(text):
+            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer repeats a failed call's error"))
+            self._barren(raw, prompts.error_answer_feedback(), "error-echo")
             return
         verdict: bool | str = True if self.accept is None else self.accept(text)
         if verdict is True:
@@ -394,6 +412,16 @@ class _Run:
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _echoes_failure(self, text: str) -> bool:
+        """The answer passes off an ``ERROR:`` or ``DENIED:`` result as the answer to the task."""
+        said = " ".join(text.split())
+        if said.startswith(("ERROR:", "DENIED:")):
+            return True
+        if self.last_failure is None:
+            return False
+        message = " ".join(self.last_failure.split(":", 1)[-1].split())[:60]
+        return len(message) >= 12 and message in said
 
     def _barren(self, raw: str, feedback: str, what: str) -> None:
         repeats = self.barren.observe(raw)
