@@ -82,7 +82,10 @@ def task_message(task: str, *, continued: bool) -> str:
     return f"Next task: {task}" if continued else task
 
 
-_NEXT = 'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
+_NEXT = (
+    'If this result answers the task, reply with action "answer" now and say what it says; otherwise call '
+    "another tool."
+)
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 RESTATE_TASK = False
 
