@@ -6,7 +6,8 @@ import httpx
 import pytest
 
 from helpers import answer_step
-from shapeloop import Usage, run_agent
+from shapeloop import Usage, flat_schema, run_agent
+from shapeloop.brain import Request
 from shapeloop.errors import BackendError
 
 instructor = pytest.importorskip("instructor", reason="instructor is not installed: pip install '.[instructor]'")
@@ -50,5 +51,5 @@ def test_no_valid_step_after_the_retries_is_a_backend_error() -> None:
     seen: list[dict[str, object]] = []
     brain = _brain(['{"nope": 1}'] * 3, seen)
     with pytest.raises(BackendError, match="no valid step after instructor's retries"):
-        brain.ask([{"role": "user", "content": "x"}], None)
+        brain.ask(Request(messages=[{"role": "user", "content": "x"}], schema=flat_schema()))
     assert len(seen) == 3

@@ -8,8 +8,10 @@ from shapeloop import (
     BackendError,
     ContextOverflow,
     Finish,
+    Message,
     Mode,
     Reply,
+    Request,
     ScriptedBrain,
     StopReason,
     ToolStatus,
@@ -255,21 +257,37 @@ def test_max_steps_stop_names_the_limit() -> None:
     assert run.stop is StopReason.MAX_STEPS and run.steps == 3 and "max_steps=3" in run.reason
 
 
-def test_function_brain_sees_plain_dict_messages() -> None:
-    seen: list[list[dict[str, str]]] = []
+def test_a_scripted_function_receives_the_request_with_plain_dict_messages() -> None:
+    seen: list[Request] = []
 
-    def fn(messages: list[dict[str, str]]) -> str:
-        seen.append(messages)
-        return answer_step(f"{len(messages)} messages")
+    def fn(request: Request) -> str:
+        seen.append(request)
+        return answer_step(f"{len(request.messages)} messages")
 
     run = run_agent(ScriptedBrain(fn), [], "count")
     assert run.answer == "2 messages"
-    assert seen[0][1] == {"role": "user", "content": "count"}
+    assert seen[0].messages[1] == {"role": "user", "content": "count"}
+    assert seen[0].schema == step_schema([]) and seen[0].tools is None
 
 
-def test_a_plain_callable_is_a_brain() -> None:
-    run = run_agent(lambda messages, schema: answer_step("plain"), [], "t")
-    assert run.answer == "plain"
+def test_a_plain_callable_is_a_brain_and_gets_the_schema() -> None:
+    schemas: list[object] = []
+
+    def fn(messages: list[Message], schema: object) -> str:
+        schemas.append(schema)
+        return answer_step("plain")
+
+    run = run_agent(fn, [], "t")
+    assert run.answer == "plain" and schemas == [step_schema([])]
+
+
+def test_an_object_with_an_old_style_ask_is_refused_with_what_to_do() -> None:
+    class Old:
+        def ask(self, messages: object, schema: object) -> str:
+            return ""
+
+    with pytest.raises(TypeError, match=r"subclass shapeloop\.BaseBrain"):
+        run_agent(Old(), [], "t")
 
 
 def test_history_continues_a_conversation() -> None:
@@ -286,7 +304,7 @@ def test_bad_arguments_are_caller_errors() -> None:
         run_agent(ScriptedBrain([]), [], "  ")
     with pytest.raises(ValueError, match="max_steps"):
         run_agent(ScriptedBrain([]), [], "t", max_steps=0)
-    with pytest.raises(TypeError, match="ask"):
+    with pytest.raises(TypeError, match="a brain is"):
         run_agent(object(), [], "t")  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ import pytest
 from helpers import answer_step, need_model
 from shapeloop import Mode, SchemaRefused, models, run_agent, workspace_tools
 from shapeloop.backends.openai import OpenAIBrain
+from shapeloop.brain import Request
 from shapeloop.testing import BrainConformance
 
 pytestmark = pytest.mark.live
@@ -116,7 +117,7 @@ def test_a_server_that_rejects_every_dialect_is_a_refusal_and_the_loop_goes_to_p
 
     brain = OpenAIBrain("m", transport=httpx.MockTransport(handler))
     with pytest.raises(SchemaRefused, match=r"json_schema.*json_object"):
-        brain.ask([{"role": "user", "content": "x"}], {"type": "object"})
+        brain.ask(Request(messages=[{"role": "user", "content": "x"}], schema={"type": "object"}))
     run = run_agent(OpenAIBrain("m", transport=httpx.MockTransport(handler)), [], "t")
     assert run.ok and run.mode is Mode.PROSE
 
@@ -132,7 +133,7 @@ def test_busy_openai_server_is_retried() -> None:
         return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
 
     waits: list[float] = []
-    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler), sleep=waits.append).ask([], None)
+    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler), sleep=waits.append).ask(Request(messages=[]))
     assert waits == [0.5, 1.0] and reply.finish == "length" and reply.usage is not None
 
 
@@ -142,7 +143,7 @@ def test_native_tool_calls_are_read() -> None:
                    "function": {"name": "read_file", "arguments": '{"path": "colour.txt"}'}}]}  # fmt: skip
         return httpx.Response(200, json={"choices": [{"message": message, "finish_reason": "tool_calls"}]})
 
-    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler)).ask_native([], [])
+    reply = OpenAIBrain("m", transport=httpx.MockTransport(handler)).ask(Request(messages=[], tools=[]))
     assert reply.tool_calls[0].tool == "read_file" and reply.tool_calls[0].args == {"path": "colour.txt"}
 
 

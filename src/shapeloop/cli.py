@@ -12,10 +12,12 @@ from typing import Any
 
 from shapeloop import __version__, models
 from shapeloop.brain import Brain, Message, ScriptedBrain
-from shapeloop.errors import ShapeloopError
-from shapeloop.events import ConsoleSink, StopReason
-from shapeloop.loop import AgentRun, run_agent
-from shapeloop.tools import Approver, ToolCall
+from shapeloop.errors import ShapeloopError, UsageError
+from shapeloop.events import ConsoleSink
+from shapeloop.loop import run_agent
+from shapeloop.run import AgentRun, StopReason
+from shapeloop.toolbox import Approver
+from shapeloop.tools import ToolCall
 from shapeloop.workspace import workspace_tools
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -187,10 +189,6 @@ def _instructor(args: argparse.Namespace) -> Brain:
     from shapeloop.backends.instructor import InstructorBrain
 
     return InstructorBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
-
-
-class UsageError(ShapeloopError):
-    """A combination of options that cannot work."""
 
 
 BACKENDS: dict[str, Callable[[argparse.Namespace], Brain]] = {

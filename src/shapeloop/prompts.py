@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 
 from shapeloop.guards import CallRecord
-from shapeloop.tools import Tool, ToolResult
+from shapeloop.toolbox import ToolResult
+from shapeloop.tools import Tool
 
 _FORMAT = """Every reply is one JSON object with these five fields, in this order:
   "reason": one short sentence: what you do next and why

@@ -4,15 +4,14 @@ its validation retries feeding the error back to the model, and its token usage 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from shapeloop.brain import Finish, Message, Reply, Usage
-from shapeloop.errors import BackendError, BackendUnavailable
-from shapeloop.step import Step
+from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Reply, Request, SchemaSupport, Usage
+from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
+from shapeloop.step import Step, flat_schema
 
 
-class InstructorBrain:
+class InstructorBrain(BaseBrain):
     """A brain that asks instructor for a :class:`Step`.
 
     The schema of each question is the step model itself, so instructor's mode decides how it is
@@ -61,22 +60,33 @@ class InstructorBrain:
         self.max_tokens = max_tokens
         self.temperature = temperature
 
+    capabilities = Capabilities(schema=SchemaSupport.FLAT)
+
     def close(self) -> None:
         """Close the underlying client's connections, when it has them."""
         close = getattr(getattr(self.client, "client", None), "close", None)
         if callable(close):
             close()
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Ask for a validated step; the reply text is the step as JSON."""
+    def ask(self, request: Request) -> Reply:
+        """Ask for a validated step (the flat step, whatever schema is asked for), or for prose
+        when no schema is; the reply text is the step as JSON."""
+        if request.tools is not None:
+            raise SchemaRefused("instructor takes no native tools here", backend="instructor")
+        options = {
+            "model": self.model, "messages": [dict(m) for m in request.messages], "max_retries": self.max_retries,
+            "max_tokens": self.max_tokens, "temperature": self.temperature,
+        }  # fmt: skip
         try:
-            step, completion = self.client.chat.completions.create_with_completion(
-                model=self.model, messages=[dict(m) for m in messages], response_model=Step,
-                max_retries=self.max_retries, max_tokens=self.max_tokens, temperature=self.temperature,
-            )  # fmt: skip
+            if request.schema is None:
+                return _prose(self.client.chat.completions.create(response_model=None, **options))
+            step, completion = self.client.chat.completions.create_with_completion(response_model=Step, **options)
         except Exception as exc:
             raise _translate(exc) from exc
-        return Reply(text=step.to_json(), usage=_usage(completion), finish=Finish.STOP, engine="instructor")
+        applied = Constraint.SCHEMA if dict(request.schema or {}) == flat_schema() else Constraint.FLAT
+        return Reply(
+            text=step.to_json(), usage=_usage(completion), finish=Finish.STOP, applied=applied, engine="instructor"
+        )
 
 
 def _translate(exc: Exception) -> BackendError:
@@ -97,4 +107,15 @@ def _usage(completion: Any) -> Usage | None:
         prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
         cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
+    )
+
+
+def _prose(completion: Any) -> Reply:
+    choice = completion.choices[0]
+    return Reply(
+        text=choice.message.content or "",
+        usage=_usage(completion),
+        finish=Finish.LENGTH if choice.finish_reason == "length" else Finish.STOP,
+        applied=Constraint.NONE,
+        engine="instructor",
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from shapeloop import models
 from shapeloop.backends._fast import ENGINE, FastDecoder
-from shapeloop.brain import Finish, Message, Reply, Usage
+from shapeloop.brain import BaseBrain, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import flat_schema
 
@@ -26,7 +27,7 @@ _INSTALL_HINT = (
 )
 
 
-class LlamaCppBrain:
+class LlamaCppBrain(BaseBrain):
     """A brain that runs a GGUF model in this process.
 
     Args:
@@ -89,26 +90,31 @@ class LlamaCppBrain:
                 backend="llamacpp",
             ) from exc
         self._formatter = _chat_formatter(self.llm, chat_template)
-        self._grammars: dict[str, tuple[Any, str]] = {}
+        self._grammars: dict[str, tuple[Any, str, Constraint]] = {}
         self.engine = engine
         self._fast: FastDecoder | None = None
-        self._fast_schemas: dict[str, dict[str, Any] | None] = {}
+        self._fast_schemas: dict[str, tuple[dict[str, Any], Constraint] | None] = {}
         self.last_stats: dict[str, Any] = {}
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Generate one reply, constrained to ``schema`` when one is given.
+    def ask(self, request: Request) -> Reply:
+        """Generate one reply, constrained to the request's schema when it has one.
 
         The fast engine (llguidance with forced tokens) runs where it is installed and compiles the
-        schema; llama.cpp's own grammar runs otherwise. ``Reply.engine`` says which ran, and
-        :attr:`last_stats` holds the decode calls and forced tokens of the last reply.
+        schema; llama.cpp's own grammar runs otherwise. Where neither compiles the schema, the flat
+        step schema is used and ``Reply.applied`` says so. ``Reply.engine`` says which engine ran,
+        and :attr:`last_stats` holds the decode calls and forced tokens of the last reply.
         """
-        rendered, tokens = self._render(messages)
+        if request.tools is not None:
+            raise SchemaRefused("the embedded backend has no native tool calls", backend="llamacpp")
+        schema = request.schema
+        rendered, tokens = self._render(request.messages)
         budget = self._room(len(tokens))
         if schema is not None:
-            matcher = self._fast_matcher(schema)
-            if matcher is not None:
-                return self._ask_fast(tokens, matcher, budget)
-        grammar, engine = (None, "free") if schema is None else self._grammar(schema)
+            fast = self._fast_matcher(schema)
+            if fast is not None:
+                matcher, applied = fast
+                return replace(self._ask_fast(tokens, matcher, budget), applied=applied)
+        grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
         try:
             out: dict[str, Any] = self.llm.create_completion(  # type: ignore[assignment]
@@ -134,11 +140,13 @@ class LlamaCppBrain:
                 cached_tokens=cached,
             ),
             finish=Finish.LENGTH if choice.get("finish_reason") == "length" else Finish.STOP,
+            applied=applied,
             engine=engine,
         )
 
-    def _fast_matcher(self, schema: Mapping[str, Any]) -> Any:
-        """A compiled llguidance matcher for ``schema``, or None to use llama.cpp's grammar."""
+    def _fast_matcher(self, schema: Mapping[str, Any]) -> tuple[Any, Constraint] | None:
+        """A compiled llguidance matcher for ``schema`` (or the flat one) and which it is, or None
+        to use llama.cpp's grammar."""
         if self.engine == "llama.cpp":
             return None
         if self._fast is None:
@@ -156,16 +164,16 @@ class LlamaCppBrain:
             # Which schema llguidance takes (the per-tool one, else the flat one, else none) is decided
             # once per schema, not again at every step.
             self._fast_schemas[key] = None
-            for candidate in (schema, flat_schema()):
+            for candidate, applied in ((schema, Constraint.SCHEMA), (flat_schema(), Constraint.FLAT)):
                 bounded = bound_reason(candidate, self.max_reason_chars)
                 try:
                     self._fast.compile(bounded)
                 except ValueError:
                     continue
-                self._fast_schemas[key] = bounded
+                self._fast_schemas[key] = (bounded, applied)
                 break
         chosen = self._fast_schemas[key]
-        return None if chosen is None else self._fast.compile(chosen)
+        return None if chosen is None else (self._fast.compile(chosen[0]), chosen[1])
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
         assert self._fast is not None
@@ -228,18 +236,21 @@ class LlamaCppBrain:
             same += 1
         return max(0, same - 1) if same == len(tokens) else same
 
-    def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str]:
+    def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str, Constraint]:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             bounded = bound_reason(schema, self.max_reason_chars)
             fallback = bound_reason(flat_schema(), self.max_reason_chars)
-            for candidate, engine in ((bounded, "llama.cpp-grammar"), (fallback, "llama.cpp-grammar-flat")):
+            candidates = ((bounded, "llama.cpp-grammar", Constraint.SCHEMA),
+                          (fallback, "llama.cpp-grammar-flat", Constraint.FLAT))  # fmt: skip
+            for candidate, engine, applied in candidates:
                 try:
                     self._grammars[key] = (
                         LlamaGrammar.from_json_schema(json.dumps(candidate), verbose=False),
                         engine,
+                        applied,
                     )
                     break
                 except Exception:  # noqa: BLE001 - llama.cpp raises bare exceptions for schemas it cannot compile

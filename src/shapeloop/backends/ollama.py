@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from shapeloop.backends._common import parse_arguments, with_backoff
-from shapeloop.brain import Finish, Message, Reply, Usage
+from shapeloop.brain import BaseBrain, Capabilities, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
 from shapeloop.extract import split_think
 from shapeloop.tools import ToolCall
 
 
-class OllamaBrain:
+class OllamaBrain(BaseBrain):
     """A brain on an Ollama server.
 
     Args:
@@ -57,23 +58,20 @@ class OllamaBrain:
         self.retries = retries
         self._sleep = sleep
 
+    capabilities = Capabilities(native_tools=True)
+
     def close(self) -> None:
         """Close the HTTP connections."""
         self.client.close()  # type: ignore[no-untyped-call]
 
-    def __enter__(self) -> OllamaBrain:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Ask with ``format`` set to the schema (or no format for prose)."""
-        return self._chat(messages, format=dict(schema) if schema is not None else None)
-
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Ask with the tools through Ollama's ``tools``."""
-        return self._chat(messages, tools=[dict(t) for t in tools])
+    def ask(self, request: Request) -> Reply:
+        """Ask with ``format`` set to the schema, or with the tools through Ollama's ``tools``."""
+        if request.tools is not None:
+            reply = self._chat(request.messages, tools=[dict(t) for t in request.tools])
+        else:
+            schema = request.schema
+            reply = self._chat(request.messages, format=dict(schema) if schema is not None else None)
+        return replace(reply, applied=request.constraint)
 
     def _chat(self, messages: Sequence[Message], **extra: Any) -> Reply:
         options = {"num_ctx": self.num_ctx, "num_predict": self.max_tokens, "temperature": self.temperature}

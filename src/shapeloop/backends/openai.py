@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from shapeloop.backends._common import parse_arguments, with_backoff
-from shapeloop.brain import Finish, Message, Reply, Usage
+from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
 from shapeloop.extract import split_think
 from shapeloop.tools import ToolCall
@@ -31,7 +32,7 @@ class _HTTPStatus(Exception):
         self.body = body
 
 
-class OpenAIBrain:
+class OpenAIBrain(BaseBrain):
     """A brain on an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Args:
@@ -69,20 +70,22 @@ class OpenAIBrain:
         self._sleep = sleep
         self.dialects: list[str] = list(DIALECTS)
 
+    capabilities = Capabilities(native_tools=True)
+
     def close(self) -> None:
         """Close the HTTP connections."""
         self.client.close()
 
-    def __enter__(self) -> OpenAIBrain:
-        return self
+    def ask(self, request: Request) -> Reply:
+        """Ask with ``response_format`` set to the schema, or with the tools in ``tools``."""
+        if request.tools is not None:
+            return replace(self._ask_native(request.messages, request.tools), applied=Constraint.TOOLS)
+        if request.schema is None:
+            return replace(self._complete(request.messages, {}), applied=Constraint.NONE)
+        return replace(self._ask_schema(request.messages, request.schema), applied=Constraint.SCHEMA)
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
+    def _ask_schema(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> Reply:
         """Ask with ``response_format`` set to the schema, trying each dialect the server may speak."""
-        if schema is None:
-            return self._complete(messages, {})
         refusals: list[str] = []
         for dialect in list(self.dialects):
             try:
@@ -97,8 +100,7 @@ class OpenAIBrain:
             return reply
         raise SchemaRefused("the server refused the step schema (" + "; ".join(refusals) + ")", backend="openai")
 
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Ask with the tools through the ``tools`` field."""
+    def _ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
         try:
             return self._complete(messages, {"tools": [dict(t) for t in tools], "tool_choice": "auto"})
         except _HTTPStatus as exc:
