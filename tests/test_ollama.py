@@ -12,7 +12,7 @@ import pytest
 
 from fake_ollama import FakeOllama, running
 from helpers import answer_step, tool_step
-from shapeloop import BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
+from shapeloop import BackendError, BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
 from shapeloop.backends.ollama import OllamaBrain
 from shapeloop.brain import Request
 from shapeloop.cli import main
@@ -52,6 +52,28 @@ class TestOllamaConformance(BrainConformance):
 
     def make_brain(self, *, max_tokens: int = 256) -> OllamaBrain:
         return OllamaBrain("qwen2.5-coder:0.5b", host=self.url, max_tokens=max_tokens)
+
+    def make_brain_on(self, transport: httpx.BaseTransport) -> OllamaBrain:
+        return OllamaBrain("m", host="http://ollama.test:11434", transport=transport, timeout=7)
+
+
+def test_a_refused_format_is_a_schema_refusal_and_the_run_goes_to_prose(server: FakeOllama) -> None:
+    brain = OllamaBrain("noformat", host=server.url)
+    with pytest.raises(SchemaRefused, match="Ollama refused the schema: invalid format"):
+        brain.ask(Request(messages=HI.messages, schema={"type": "object"}))
+    server.script = [{"content": "Here: " + answer_step("red")}]
+    run = run_agent(brain, [lookup], "Colour?")
+    assert run.ok and run.mode is Mode.PROSE and run.answer == "red"
+
+
+def test_a_server_error_on_a_prose_request_is_no_refusal(server: FakeOllama) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, json={"error": "invalid format string in the template"})
+
+    brain = OllamaBrain("m", host="http://ollama.test:11434", transport=httpx.MockTransport(handler))
+    with pytest.raises(BackendError, match="Ollama answered 500") as caught:
+        brain.ask(HI)
+    assert not isinstance(caught.value, SchemaRefused)
 
 
 def test_requests_carry_the_schema_num_ctx_and_no_streaming(server: FakeOllama) -> None:

@@ -14,6 +14,7 @@ from shapeloop.brain import (
     ScriptedBrain,
     Usage,
 )
+from shapeloop.doubles import TestBrain
 from shapeloop.errors import (
     BackendError,
     BackendTimeout,
@@ -96,6 +97,7 @@ __all__ = [
     "Step",
     "StepBegan",
     "StopReason",
+    "TestBrain",
     "ThoughtGiven",
     "Tool",
     "ToolCall",

@@ -1,19 +1,25 @@
 """Ollama, through the ``ollama`` client: ``format`` for constrained steps, ``tools`` for native calls.
 
 ``options.num_ctx`` is always set, because Ollama's default window silently truncates long prompts.
-A thinking model's thinking is kept apart from the text, never read as the step.
+A thinking model's thinking is kept apart from the text, never read as the step. The client's
+errors become shapeloop's at one boundary: statuses in :meth:`OllamaBrain._status_error`, the rest
+by type in :func:`_errors`.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from shapeloop.backends._common import parse_arguments, with_backoff
+import httpx
+import pydantic
+
+from shapeloop.backends._common import ErrorTable, mapped_errors, parse_arguments, with_backoff
 from shapeloop.brain import BaseBrain, Capabilities, Finish, Message, Reply, Request, Usage
-from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
+from shapeloop.errors import BackendError, BackendTimeout, BackendUnavailable, SchemaRefused
 from shapeloop.extract import split_think
 from shapeloop.tools import ToolCall
 
@@ -29,6 +35,8 @@ class OllamaBrain(BaseBrain):
         temperature: sampling temperature.
         think: ask a thinking model to think (``None`` leaves it to the model).
         retries: tries in all when the server answers 429 or 503.
+        timeout: seconds to wait for one reply.
+        transport: an httpx transport for the client (tests pass ``httpx.MockTransport``).
         sleep: how to wait between retries.
     """
 
@@ -42,14 +50,21 @@ class OllamaBrain(BaseBrain):
         temperature: float = 0.0,
         think: bool | None = None,
         retries: int = 5,
+        timeout: float = 600.0,
+        transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         try:
             import ollama
         except ImportError as exc:
-            raise BackendUnavailable("the ollama client is not installed: pip install 'shapeloop[ollama]'") from exc
-        self._ollama = ollama
-        self.client = ollama.Client(host=host)
+            raise BackendUnavailable(
+                "the ollama client is not installed: pip install 'shapeloop[ollama]'", backend="ollama"
+            ) from exc
+        self._response_error: type[Exception] = ollama.ResponseError
+        self._errors = _errors(ollama)
+        extra: dict[str, Any] = {} if transport is None else {"transport": transport}
+        self.client = ollama.Client(host=host, timeout=timeout, **extra)
+        self.timeout = timeout
         self.model = model
         self.num_ctx = num_ctx
         self.max_tokens = max_tokens
@@ -82,19 +97,16 @@ class OllamaBrain(BaseBrain):
                 think=self.think, **extra,
             )  # fmt: skip
 
-        try:
-            response = with_backoff(call, status_of=_status, attempts=self.retries, sleep=self._sleep)
-        except self._ollama.ResponseError as exc:
-            raise self._translate(exc, extra) from exc
-        except ConnectionError as exc:
-            raise BackendUnavailable(
-                f"cannot reach Ollama at {self.client._client.base_url}: start it with `ollama serve` "
-                "(or set OLLAMA_HOST)",
-                backend="ollama",
-            ) from exc
+        url = self.client._client.base_url
+        with mapped_errors(self._errors, backend="ollama", url=url, timeout=self.timeout):
+            try:
+                response = with_backoff(call, status_of=_status, attempts=self.retries, sleep=self._sleep)
+            except self._response_error as exc:
+                raise self._status_error(exc, extra) from exc
         return self._reply(response)
 
-    def _translate(self, exc: Any, extra: Mapping[str, Any]) -> BackendError:
+    def _status_error(self, exc: Any, extra: Mapping[str, Any]) -> BackendError:
+        """An error status: a missing model, a refused tool list or format (a refusal), or a failure."""
         status, message = exc.status_code, str(exc.error)
         if status == 404 and "not found" in message:
             return BackendUnavailable(
@@ -133,3 +145,17 @@ class OllamaBrain(BaseBrain):
 def _status(exc: Exception) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _errors(ollama: Any) -> ErrorTable:
+    """How the ollama client's errors (and httpx's and pydantic's, which it lets through) become ours."""
+    return (
+        (ConnectionError, BackendUnavailable,
+         "cannot reach Ollama at {url}: start it with `ollama serve` (or set OLLAMA_HOST)"),
+        (httpx.TimeoutException, BackendTimeout,
+         "Ollama at {url} did not answer within {timeout:g} s (the request timed out): raise timeout="),
+        (json.JSONDecodeError, BackendError, "Ollama at {url} answered with a body that is not JSON: {exc}"),
+        (pydantic.ValidationError, BackendError, "Ollama at {url} answered with something not a chat reply: {exc}"),
+        (httpx.HTTPError, BackendError, "the request to Ollama at {url} failed: {exc!r}"),
+        (ollama.RequestError, BackendError, "the ollama client refused the request: {exc}"),
+    )  # fmt: skip
