@@ -98,7 +98,7 @@ def test_the_grammar_admits_steps_as_json_dumps_writes_them(brain: Any, step: di
         matcher = brain._fast.compile(schema)
     for ensure_ascii in (False, True):
         text = json.dumps(step, ensure_ascii=ensure_ascii)
-        tokens = brain.llm.tokenize(text.encode(), add_bos=False, special=False)
+        tokens = brain.llama.llm.tokenize(text.encode(), add_bos=False, special=False)
         assert matcher.validate_tokens(tokens) == len(tokens), text
         fresh = brain._fast.compile(schema)
         assert fresh.consume_tokens(tokens) and fresh.is_accepting()

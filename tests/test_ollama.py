@@ -170,6 +170,6 @@ def test_cli_runs_on_the_ollama_backend(server: FakeOllama, tmp_path: Path, caps
     assert data["answer"] == "teal" and data["backend"] == "ollama" and data["model"] == "qwen2.5-coder:0.5b"
     assert server.requests[0]["model"] == "qwen2.5-coder:0.5b"
     assert main(args) == 2
-    assert "--backend ollama needs --model" in capsys.readouterr().err
+    assert "the ollama backend needs a model (--model)" in capsys.readouterr().err
     assert main([*args[:-1], "--model", "missing"]) == 1
     assert "ollama pull missing" in capsys.readouterr().err
