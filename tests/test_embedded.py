@@ -37,6 +37,10 @@ class FakeLlama:
     completions: list[dict[str, Any]] = field(default_factory=list)
     held: list[int] = field(default_factory=list)
     resets: int = 0
+    closed: int = 0
+
+    def close(self) -> None:
+        self.closed += 1
 
     def render(self, messages: Any) -> tuple[Rendered, list[int]]:
         prompt = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
@@ -133,6 +137,13 @@ def test_without_cache_reuse_every_prompt_is_evaluated_whole() -> None:
     b = brain(fake, reuse_cache=False)
     ask(b)
     assert ask(b).usage.cached_tokens == 0 and fake.resets == 2
+
+
+def test_closing_frees_the_model() -> None:
+    fake = FakeLlama()
+    with brain(fake) as b:
+        ask(b)
+    assert fake.closed == 1
 
 
 def test_native_tools_are_refused() -> None:

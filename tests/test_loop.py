@@ -322,3 +322,13 @@ def test_run_to_dict_is_json() -> None:
     data = json.loads(json.dumps(run.to_dict()))
     assert data["stop"] == "answered" and data["usage"]["total_tokens"] == 5
     assert data["events"][-1]["kind"] == "stop"
+
+
+def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() -> None:
+    brain = ScriptedBrain([tool_step(""), answer_step("red")])
+    run = run_agent(brain, [lookup], "Colour?")
+    assert run.ok and kinds(run)[:3] == ["step", "reply", "unreadable"]
+    assert "tool_call" not in kinds(run)
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert 'the action is "tool" but "tool" names no tool (the tools are: lookup)' in feedback
+    assert "Result of" not in feedback

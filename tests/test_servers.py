@@ -76,7 +76,6 @@ class TestOpenAICompatibleConformance(BrainConformance):
 
 
 class TestInstructorConformance(BrainConformance):
-    schema_behaviour = "flat"
     length_stop = False  # instructor either validates a step or raises; a cut reply is a retry
 
     @pytest.fixture(autouse=True)

@@ -66,6 +66,10 @@ class LlamaModel:
             ) from exc
         return cls(llm, chat_template)
 
+    def close(self) -> None:
+        """Free the model and its context (a second close does nothing)."""
+        self.llm.close()
+
     def render(self, messages: Sequence[Message]) -> tuple[Any, list[int]]:
         """The chat template applied to ``messages`` (with its stop criteria), and its tokens."""
         rendered = self._formatter(messages=[dict(m) for m in messages])
