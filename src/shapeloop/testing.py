@@ -55,10 +55,13 @@ class BrainConformance(abc.ABC):
     Attributes:
         reports_usage: replies carry token counts.
         length_stop: a reply cut by the token limit is reported as ``Finish.LENGTH``.
+        model_calls_tools: the model behind a backend that takes native tools really calls them
+            (False for a server that takes ``tools`` but whose model writes the call as text).
     """
 
     reports_usage: ClassVar[bool] = True
     length_stop: ClassVar[bool] = True
+    model_calls_tools: ClassVar[bool] = True
 
     _made: list[Brain]
 
@@ -138,6 +141,8 @@ class BrainConformance(abc.ABC):
         brain = self._brain()
         if not brain.capabilities.native_tools:
             pytest.skip("the backend declares no native tool calls")
+        if not self.model_calls_tools:
+            pytest.skip("the model behind the backend is declared not to call tools natively")
         question = _messages("What is the weather in Oslo? Use the get_weather tool.")
         reply = brain.ask(Request(messages=question, tools=[WEATHER.spec()]))
         assert reply.applied is Constraint.TOOLS
