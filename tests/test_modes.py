@@ -116,3 +116,14 @@ def test_a_set_aside_native_reply_still_counts_its_tokens() -> None:
                           capabilities=NATIVE)  # fmt: skip
     run = run_agent(brain, [lookup], "Colour?", mode="native")
     assert run.ok and run.usage == Usage(prompt_tokens=20, completion_tokens=4)
+
+
+def test_a_router_declares_what_both_of_its_brains_can_do() -> None:
+    from shapeloop import SchemaSupport
+
+    native, flat = (
+        ScriptedBrain([], capabilities=NATIVE),
+        ScriptedBrain([], capabilities=Capabilities(schema=SchemaSupport.FLAT)),
+    )
+    assert RouterBrain(native, native).capabilities == NATIVE
+    assert RouterBrain(native, flat).capabilities == Capabilities(schema=SchemaSupport.FLAT, native_tools=False)

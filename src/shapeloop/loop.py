@@ -99,8 +99,8 @@ def run_agent(
     """Run a task to an answer or to a stop with a reason.
 
     Args:
-        brain: the model: anything with ``ask(messages, schema) -> Reply``, or a plain function
-            ``fn(messages, schema) -> str``.
+        brain: the model: a :class:`~shapeloop.Brain` (capabilities, ``ask(request) -> Reply``,
+            ``close()``), or a plain function ``fn(messages, schema) -> str``.
         tools: the tools the model may call.
         task: what the user asks.
         max_steps: steps before the run stops as ``max_steps``.
@@ -117,9 +117,9 @@ def run_agent(
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
         max_seconds: stop as ``budget`` once this much wall time has passed.
-        mode: ``constrained`` (the default; falls back to prose if the backend refuses or
-            ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
-            calls; falls back to constrained, then prose).
+        mode: ``constrained`` (the default; falls back to prose if the backend declares no
+            schema support, refuses the schema or ignores it), ``prose`` from the start, or
+            ``native`` (the backend's own tool calls; falls back to constrained, then prose).
         schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema); a brain
             that declares flat schemas only gets the flat one.
         max_reason_chars: bound on the length of ``reason`` in the schema.

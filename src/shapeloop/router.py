@@ -26,14 +26,7 @@ class RouterBrain(BaseBrain):
         self.primary = primary
         self.fallback = fallback
         self.escalate_after = escalate_after
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        """What both brains can do, since either may answer."""
-        first, second = self.primary.capabilities, self.fallback.capabilities
-        order = [SchemaSupport.NONE, SchemaSupport.FLAT, SchemaSupport.FULL]
-        schema = min(first.schema, second.schema, key=order.index)
-        return Capabilities(schema=schema, native_tools=first.native_tools and second.native_tools)
+        self.capabilities = _shared(primary.capabilities, fallback.capabilities)
 
     def route(self, request: Request) -> Brain:
         """The brain that answers ``request``."""
@@ -49,3 +42,10 @@ class RouterBrain(BaseBrain):
             self.primary.close()
         finally:
             self.fallback.close()
+
+
+def _shared(first: Capabilities, second: Capabilities) -> Capabilities:
+    """What both brains can do, since either may answer."""
+    order = [SchemaSupport.NONE, SchemaSupport.FLAT, SchemaSupport.FULL]
+    schema = min(first.schema, second.schema, key=order.index)
+    return Capabilities(schema=schema, native_tools=first.native_tools and second.native_tools)
