@@ -154,10 +154,12 @@ def run_agent(
         budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
+        task=task,
     )
+    earlier = [m for m in history or () if m["role"] != "system"]
     opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
-    opening += [m for m in history or () if m["role"] != "system"]
-    opening.append(Message(role="user", content=task))
+    opening += earlier
+    opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     return run.execute(opening, transcript_path)
 
 
@@ -174,6 +176,7 @@ class _Run:
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
+    task: str = ""
     native_called: bool = False
     repeats: int = 0
     messages: list[Message] = field(default_factory=list)
@@ -339,7 +342,7 @@ class _Run:
             )
         )
         self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=status.value))
+        self._say("user", prompts.tool_feedback(result, record, status=status.value, task=self.task))
         if record.repeats >= self.stuck_limit:
             same = record.repeats + 1
             detail = (
