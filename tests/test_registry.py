@@ -47,7 +47,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shapeloop-echo\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[shapeloop.backends]\necho = shapeloop_echo:make\nbroken = shapeloop_echo:not_a_brain\n"
-        "openai = shapeloop_echo:make\n"
+        "openai = shapeloop_echo:make\ngone = shapeloop_gone:make\n"
     )
     monkeypatch.syspath_prepend(str(site))
     return site
@@ -63,7 +63,7 @@ def test_a_package_backend_runs_under_shapeloop_run(
 
 
 def test_names_list_the_built_ins_first_and_a_package_cannot_take_one_over(installed: Path) -> None:
-    assert backends.names() == ["llamacpp", "ollama", "openai", "instructor", "broken", "echo"]
+    assert backends.names() == ["llamacpp", "ollama", "openai", "instructor", "broken", "echo", "gone"]
     assert backends.factory("openai") is backends.BUILTIN["openai"]
 
 
@@ -72,9 +72,11 @@ def test_an_unknown_name_lists_the_backends(installed: Path) -> None:
         backends.create("nope", "m")
 
 
-def test_a_factory_that_returns_no_brain_is_refused(installed: Path) -> None:
+def test_a_factory_that_returns_no_brain_or_cannot_be_imported_is_refused(installed: Path) -> None:
     with pytest.raises(UsageError, match="returned str, which is not a Brain"):
         backends.create("broken", "m")
+    with pytest.raises(UsageError, match=r"'gone' \(shapeloop_gone:make\) could not be imported"):
+        backends.create("gone", "m")
 
 
 def test_a_server_backend_needs_a_model_and_the_embedded_one_no_url() -> None:

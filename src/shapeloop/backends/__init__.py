@@ -84,12 +84,16 @@ def factory(name: str) -> Factory:
     """The factory registered as ``name`` (a built-in name cannot be taken over by a package).
 
     Raises:
-        UsageError: no backend has that name; the message lists those that do.
+        UsageError: no backend has that name (the message lists those that do), or its package's
+            module cannot be imported.
     """
     if name in BUILTIN:
         return BUILTIN[name]
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
-        loaded = entry.load()
+        try:
+            loaded = entry.load()
+        except ImportError as exc:
+            raise UsageError(f"backend {name!r} ({entry.value}) could not be imported: {exc}") from exc
         if not callable(loaded):
             raise UsageError(f"backend {name!r} ({entry.value}) is not a callable factory")
         return loaded  # type: ignore[no-any-return]
