@@ -8,8 +8,10 @@ from shapeloop import (
     BackendError,
     ContextOverflow,
     Finish,
+    Message,
     Mode,
     Reply,
+    Request,
     ScriptedBrain,
     StopReason,
     ToolStatus,
@@ -264,21 +266,37 @@ def test_max_steps_stop_names_the_limit() -> None:
     assert run.stop is StopReason.MAX_STEPS and run.steps == 3 and "max_steps=3" in run.reason
 
 
-def test_function_brain_sees_plain_dict_messages() -> None:
-    seen: list[list[dict[str, str]]] = []
+def test_a_scripted_function_receives_the_request_with_plain_dict_messages() -> None:
+    seen: list[Request] = []
 
-    def fn(messages: list[dict[str, str]]) -> str:
-        seen.append(messages)
-        return answer_step(f"{len(messages)} messages")
+    def fn(request: Request) -> str:
+        seen.append(request)
+        return answer_step(f"{len(request.messages)} messages")
 
     run = run_agent(ScriptedBrain(fn), [], "count")
     assert run.answer == "2 messages"
-    assert seen[0][1] == {"role": "user", "content": "count"}
+    assert seen[0].messages[1] == {"role": "user", "content": "count"}
+    assert seen[0].schema == step_schema([]) and seen[0].tools is None
 
 
-def test_a_plain_callable_is_a_brain() -> None:
-    run = run_agent(lambda messages, schema: answer_step("plain"), [], "t")
-    assert run.answer == "plain"
+def test_a_plain_callable_is_a_brain_and_gets_the_schema() -> None:
+    schemas: list[object] = []
+
+    def fn(messages: list[Message], schema: object) -> str:
+        schemas.append(schema)
+        return answer_step("plain")
+
+    run = run_agent(fn, [], "t")
+    assert run.answer == "plain" and schemas == [step_schema([])]
+
+
+def test_an_object_with_an_old_style_ask_is_refused_with_what_to_do() -> None:
+    class Old:
+        def ask(self, messages: object, schema: object) -> str:
+            return ""
+
+    with pytest.raises(TypeError, match=r"subclass shapeloop\.BaseBrain"):
+        run_agent(Old(), [], "t")
 
 
 def test_history_continues_a_conversation() -> None:
@@ -295,7 +313,7 @@ def test_bad_arguments_are_caller_errors() -> None:
         run_agent(ScriptedBrain([]), [], "  ")
     with pytest.raises(ValueError, match="max_steps"):
         run_agent(ScriptedBrain([]), [], "t", max_steps=0)
-    with pytest.raises(TypeError, match="ask"):
+    with pytest.raises(TypeError, match="a brain is"):
         run_agent(object(), [], "t")  # type: ignore[arg-type]
 
 
@@ -346,3 +364,13 @@ def test_an_answer_quoting_a_failed_result_without_its_prefix_is_refused_too() -
     brain = ScriptedBrain([tool_step("strict_lookup", key="nope"), answer_step("no such key 'nope' in the table"),
                            answer_step("I cannot find it.")])  # fmt: skip
     assert run_agent(brain, [strict_lookup], "What colour?").answer == "I cannot find it."
+
+
+def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() -> None:
+    brain = ScriptedBrain([tool_step(""), answer_step("red")])
+    run = run_agent(brain, [lookup], "Colour?")
+    assert run.ok and kinds(run)[:3] == ["step", "reply", "unreadable"]
+    assert "tool_call" not in kinds(run)
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert 'the action is "tool" but "tool" names no tool (the tools are: lookup)' in feedback
+    assert "Result of" not in feedback

@@ -10,13 +10,23 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shapeloop import prompts
-from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
+from shapeloop.brain import (
+    Brain,
+    Capabilities,
+    Constraint,
+    Finish,
+    Message,
+    Reply,
+    Request,
+    SchemaSupport,
+    Usage,
+    as_brain,
+)
 from shapeloop.errors import BackendError, SchemaRefused
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
     Event,
-    Mode,
     ModeChanged,
     RepeatNoticed,
     ReplyCut,
@@ -25,73 +35,35 @@ from shapeloop.events import (
     RunStopped,
     Sink,
     StepBegan,
-    StopReason,
     ThoughtGiven,
     ToolCalled,
     ToolReturned,
-    Transcript,
 )
 from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
+from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus
+from shapeloop.toolbox import Approver, Toolbox, ToolStatus
+from shapeloop.tools import Tool, ToolCall
 
 Acceptor = Callable[[str], "bool | str"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentRun:
-    """How a run went.
+def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
+    """The mode a run starts in: the one wanted, or the nearest below it that the brain declares.
 
-    Attributes:
-        stop: why it ended; only ``answered`` carries an accepted answer.
-        reason: a sentence a person can read, naming the facts (the call, the count, the limit).
-        answer: the accepted answer, or None.
-        steps: how many steps were asked of the model (a switch to prose mode costs none).
-        mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
-        usage: token totals, when the backend reported them.
-        transcript: every message and event, in order.
-        events: the events, as emitted.
+    Returns the mode and, when it is not the one wanted, the reason (else an empty string).
     """
+    mode, reason = wanted, ""
+    if mode is Mode.NATIVE and not capabilities.native_tools:
+        mode, reason = Mode.CONSTRAINED, "the backend has no native tool calls"
+    if mode is Mode.CONSTRAINED and capabilities.schema is SchemaSupport.NONE:
+        mode, reason = Mode.PROSE, "the backend cannot constrain a reply to a schema"
+    return mode, reason
 
-    stop: StopReason
-    reason: str
-    answer: str | None
-    steps: int
-    mode: Mode
-    usage: Usage | None
-    transcript: Transcript
-    events: tuple[Event, ...] = field(default=(), repr=False)
 
-    @property
-    def ok(self) -> bool:
-        """The run ended with an accepted answer."""
-        return self.stop is StopReason.ANSWERED
-
-    @property
-    def messages(self) -> list[Message]:
-        """The whole conversation, to continue it in another run (``history=``)."""
-        return self.transcript.messages
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run as plain data (for ``--json``)."""
-        usage = None
-        if self.usage is not None:
-            usage = {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "cached_tokens": self.usage.cached_tokens,
-                "total_tokens": self.usage.total_tokens,
-            }
-        return {
-            "stop": self.stop.value,
-            "reason": self.reason,
-            "answer": self.answer,
-            "steps": self.steps,
-            "mode": self.mode.value,
-            "usage": usage,
-            "events": [e.to_dict() for e in self.events],
-        }
+def _step_down(mode: Mode) -> Mode:
+    return Mode.CONSTRAINED if mode is Mode.NATIVE else Mode.PROSE
 
 
 def _is_json_object(text: str) -> bool:
@@ -127,8 +99,8 @@ def run_agent(
     """Run a task to an answer or to a stop with a reason.
 
     Args:
-        brain: the model: anything with ``ask(messages, schema) -> Reply``, or a plain function
-            ``fn(messages, schema) -> str``.
+        brain: the model: a :class:`~shapeloop.Brain` (capabilities, ``ask(request) -> Reply``,
+            ``close()``), or a plain function ``fn(messages, schema) -> str``.
         tools: the tools the model may call.
         task: what the user asks.
         max_steps: steps before the run stops as ``max_steps``.
@@ -145,15 +117,16 @@ def run_agent(
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
         max_seconds: stop as ``budget`` once this much wall time has passed.
-        mode: ``constrained`` (the default; falls back to prose if the backend refuses or
-            ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
-            calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
+        mode: ``constrained`` (the default; falls back to prose if the backend declares no
+            schema support, refuses the schema or ignores it), ``prose`` from the start, or
+            ``native`` (the backend's own tool calls; falls back to constrained, then prose).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema); a brain
+            that declares flat schemas only gets the flat one.
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
-            stops the run (a routing brain's ``notice_repeat`` is called too), so a router can
-            escalate.
+            stops the run (the count also goes to the brain in ``Request.repeats``, so a router
+            can escalate).
         transcript_path: write the transcript here as JSON Lines when the run ends, however it
             ends (an exception or Ctrl-C included).
     """
@@ -163,15 +136,17 @@ def run_agent(
         raise ValueError("max_steps and stuck_limit must be at least 1")
     toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
     offered = list(toolbox.tools.values())
+    brain = as_brain(brain)
+    flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
 
     def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
-        if schema == "flat":
+        if flat:
             return flat_schema(max_reason_chars=max_reason_chars)
         return step_schema([t for t in offered if t.name not in excluded], max_reason_chars=max_reason_chars)
 
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
-        brain=as_brain(brain),
+        brain=brain,
         toolbox=toolbox,
         schema=schema_without(frozenset()),
         schema_without=schema_without,
@@ -208,6 +183,7 @@ class _Run:
     on_repeat: Callable[[RepeatNoticed], None] | None = None
     task: str = ""
     native_called: bool = False
+    repeats: int = 0
     # After a repeated call, the next constrained step may not call that tool again: the model is
     # asked for the answer or another tool instead of a third identical call.
     excluded: frozenset[str] = frozenset()
@@ -226,6 +202,9 @@ class _Run:
         try:
             for message in opening:
                 self._say(message["role"], message["content"])
+            mode, reason = choose_mode(self.mode, self.brain.capabilities)
+            if mode is not self.mode:
+                self._switch(mode, reason)
             while self.outcome is None:
                 self._one_step()
         except KeyboardInterrupt:
@@ -276,13 +255,14 @@ class _Run:
             found = extract_step(reply.text)
             step = found.step or Step(reason="", action="answer", tool="", args={}, answer=reply.text.strip())
         else:
-            if self.mode is Mode.CONSTRAINED and not _is_json_object(reply.text):
-                self._switch(Mode.PROSE, "the backend ignored the schema: the reply was not a JSON object")
+            ignored = _ignored_schema(reply) if self.mode is Mode.CONSTRAINED else None
+            if ignored is not None:
+                self._switch(Mode.PROSE, ignored)
             found = extract_step(reply.text)
-            if found.step is None:
-                error = found.error or "no step found"
-                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
-                self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
+            error = (found.error or "no step found") if found.step is None else self._names_no_tool(found.step)
+            if found.step is None or error is not None:
+                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error or ""))
+                self._barren(reply.text, prompts.unreadable_feedback(error or ""), "unreadable")
                 return
             step = found.step
         self._emit(ThoughtGiven(step=self.step, text=step.reason))
@@ -307,34 +287,32 @@ class _Run:
         """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
         while True:
             try:
-                if self.mode is Mode.NATIVE:
-                    reply = self._ask_native()
-                    if reply is not None:
-                        return reply
-                    continue
-                schema = None
-                if self.mode is Mode.CONSTRAINED:
-                    schema = self.schema_without(self.excluded) if self.excluded else self.schema
-                reply = self.brain.ask(list(self.messages), schema)
-                self.excluded = frozenset()
-                return reply
+                reply = self.brain.ask(self._question())
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
-                self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
+                self._switch(_step_down(self.mode), str(exc))
+                continue
+            if self.mode is Mode.NATIVE and self._declined_tools(reply):
+                self._count(reply.usage)  # the reply is set aside, but its tokens were spent
+                self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
+                continue
+            self.excluded = frozenset()
+            return reply
 
-    def _ask_native(self) -> Reply | None:
-        """A native reply, or None after stepping down to constrained mode."""
-        ask_native = getattr(self.brain, "ask_native", None)
-        if ask_native is None:
-            self._switch(Mode.CONSTRAINED, "the backend has no native tool calls")
-            return None
-        reply: Reply = ask_native(list(self.messages), self.specs)
-        if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
-            self._count(reply.usage)  # the reply is set aside, but its tokens were spent
-            self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
-            return None
-        return reply
+    def _question(self) -> Request:
+        """The request for the current mode."""
+        messages = list(self.messages)
+        if self.mode is Mode.NATIVE:
+            return Request(messages=messages, tools=self.specs, repeats=self.repeats)
+        schema = None
+        if self.mode is Mode.CONSTRAINED:
+            schema = self.schema_without(self.excluded) if self.excluded else self.schema
+        return Request(messages=messages, schema=schema, repeats=self.repeats)
+
+    def _declined_tools(self, reply: Reply) -> bool:
+        """A first native reply that calls nothing, though tools were offered: the model will not use them."""
+        return not reply.tool_calls and not self.native_called and bool(self.specs) and reply.finish is Finish.STOP
 
     def _count(self, usage: Usage | None) -> None:
         if usage is not None:
@@ -437,13 +415,18 @@ class _Run:
         self._say("user", feedback)
 
     def _repeating(self, event: RepeatNoticed) -> None:
-        """Tell the sinks, the caller's hook and a routing brain that the run has begun to repeat."""
+        """Count a repeat (later requests carry the count) and tell the sinks and the caller's hook."""
+        self.repeats += 1
         self._emit(event)
         if self.on_repeat is not None:
             self.on_repeat(event)
-        notice = getattr(self.brain, "notice_repeat", None)
-        if callable(notice):
-            notice(event)
+
+    def _names_no_tool(self, step: Step) -> str | None:
+        """The shape error of a tool step that names no tool, or None."""
+        if step.action != "tool" or step.tool.strip():
+            return None
+        offered = ", ".join(sorted(self.toolbox.tools)) or "none"
+        return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
 
     def _max_steps_reason(self) -> str:
         last = next(
@@ -467,3 +450,12 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _ignored_schema(reply: Reply) -> str | None:
+    """Why a reply to a constrained request shows the schema was not applied, or None."""
+    if reply.applied is Constraint.NONE:
+        return "the backend did not apply the schema"
+    if not _is_json_object(reply.text):
+        return "the backend ignored the schema: the reply was not a JSON object"
+    return None

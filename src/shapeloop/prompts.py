@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shapeloop.guards import CallRecord
+from shapeloop.toolbox import ToolResult
 from shapeloop.tooldoc import DocStyle, render_tools
-from shapeloop.tools import Tool, ToolResult
+from shapeloop.tools import Tool
 
 _INTRO = "You complete the user's task one step at a time: each step either calls one tool or gives the final answer."
 
