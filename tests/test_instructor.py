@@ -41,7 +41,7 @@ def test_validation_error_is_fed_back_and_usage_is_counted() -> None:
     assert run.ok and run.answer == "teal"
     assert len(seen) == 2
     retry_messages = json.dumps(seen[1]["messages"])
-    assert "Field required" in retry_messages and "tool" in retry_messages
+    assert "'tool' is a required property" in retry_messages
     # both attempts are counted: the failed one cost tokens too
     assert run.usage == Usage(prompt_tokens=200, completion_tokens=20)
 

@@ -32,11 +32,12 @@ from shapeloop.events import (
     Transcript,
 )
 from shapeloop.extract import extract_step
-from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
-from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus
+from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
+from shapeloop.output import TypedAnswer, typed_answer
+from shapeloop.step import Batch, Step, flat_schema, step_schema
+from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolResult, ToolStatus
 
-Acceptor = Callable[[str], "bool | str"]
+Acceptor = Callable[[Any], "bool | str"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +47,9 @@ class AgentRun:
     Attributes:
         stop: why it ended; only ``answered`` carries an accepted answer.
         reason: a sentence a person can read, naming the facts (the call, the count, the limit).
-        answer: the accepted answer, or None.
+        answer: the accepted answer as text (a typed answer as JSON), or None.
+        output: the accepted answer as an object: an instance of ``output_type`` (the JSON value for
+            a schema dict), the text when the run has no ``output_type``; None without an answer.
         steps: how many steps were asked of the model (a switch to prose mode costs none).
         mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
         usage: token totals, when the backend reported them.
@@ -62,6 +65,7 @@ class AgentRun:
     usage: Usage | None
     transcript: Transcript
     events: tuple[Event, ...] = field(default=(), repr=False)
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -87,6 +91,7 @@ class AgentRun:
             "stop": self.stop.value,
             "reason": self.reason,
             "answer": self.answer,
+            "output": None if self.answer is None or self.output is self.answer else json.loads(self.answer),
             "steps": self.steps,
             "mode": self.mode.value,
             "usage": usage,
@@ -123,6 +128,8 @@ def run_agent(
     history: Sequence[Message] | None = None,
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
+    output_type: Any = None,
+    batch: bool = False,
 ) -> AgentRun:
     """Run a task to an answer or to a stop with a reason.
 
@@ -134,9 +141,9 @@ def run_agent(
         max_steps: steps before the run stops as ``max_steps``.
         max_result_chars: tool results longer than this are cut, with a marker.
         stuck_limit: repeats of one identical call (or barren reply) that stop the run.
-        accept_answer: ``accept_answer(text)`` returns True, or an objection that is put to the
+        accept_answer: ``accept_answer(answer)`` returns True, or an objection that is put to the
             model (it costs a step). Only the caller can tell a finished task from a model that
-            gave up.
+            gave up. It receives the text, or the validated object when ``output_type`` is given.
         approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
             False / a reason for refusing. Without it such tools are denied.
         on_event: a sink, or several, called with every event as it happens.
@@ -156,6 +163,13 @@ def run_agent(
             escalate.
         transcript_path: write the transcript here as JSON Lines when the run ends, however it
             ends (an exception or Ctrl-C included).
+        output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
+            schema (a dict). The answer variant of the step schema is then that schema; an answer
+            that does not validate goes back to the model with the validator's messages (it costs a
+            step). ``run.output`` holds the object, ``run.answer`` its JSON.
+        batch: let the model make several independent calls in one step
+            (``{"action": "calls", "calls": [...]}``); they run concurrently, except calls whose
+            tools share a ``lock_key``, and their results come back together, in the model's order.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
@@ -163,10 +177,12 @@ def run_agent(
         raise ValueError("max_steps and stuck_limit must be at least 1")
     toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
     offered = list(toolbox.tools.values())
-    if schema == "flat":
+    typed = None if output_type is None else typed_answer(output_type)
+    if schema == "flat" and typed is None and not batch:
         step_json = flat_schema(max_reason_chars=max_reason_chars)
     else:
-        step_json = step_schema(offered, max_reason_chars=max_reason_chars)
+        answer_schema = None if typed is None else typed.schema
+        step_json = step_schema(offered, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
         brain=as_brain(brain),
@@ -180,8 +196,13 @@ def run_agent(
         budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
+        typed=typed,
+        batch=batch,
     )
-    opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
+    prompt = prompts.system_prompt(
+        offered, prose=True, extra=system, answer_schema=None if typed is None else typed.schema, batch=batch
+    )
+    opening = [Message(role="system", content=prompt)]
     opening += [m for m in history or () if m["role"] != "system"]
     opening.append(Message(role="user", content=task))
     return run.execute(opening, transcript_path)
@@ -200,6 +221,8 @@ class _Run:
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
+    typed: TypedAnswer | None = None
+    batch: bool = False
     native_called: bool = False
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
@@ -209,6 +232,7 @@ class _Run:
     barren: BarrenRepeats = field(default_factory=BarrenRepeats)
     step: int = 0
     answer: str | None = None
+    output: Any = None
     outcome: tuple[StopReason, str] | None = None
 
     def execute(self, opening: list[Message], transcript_path: str | os.PathLike[str] | None) -> AgentRun:
@@ -237,6 +261,7 @@ class _Run:
             usage=self.usage,
             transcript=self.transcript,
             events=tuple(self.events),
+            output=self.output,
         )
 
     def _one_step(self) -> None:
@@ -275,8 +300,10 @@ class _Run:
                 return
             step = found.step
         self._emit(ThoughtGiven(step=self.step, text=step.reason))
-        if step.action == "answer":
-            self._on_answer(step, reply.text)
+        if isinstance(step, Batch):
+            self._on_batch(step, reply.text)
+        elif step.action == "answer":
+            self._on_answer(step.answer, reply.text)
         else:
             self._on_tool(step)
 
@@ -334,6 +361,9 @@ class _Run:
         # The record keeps the calls in the step shape, so a later switch to another mode reads on.
         self._say("assistant", "\n".join(step.to_json() for step in steps))
         self._emit(ThoughtGiven(step=self.step, text=steps[0].reason))
+        if self.batch:
+            self._run_calls(list(reply.tool_calls))
+            return
         for step in steps:
             self._on_tool(step)
             if self.outcome is not None:
@@ -347,44 +377,93 @@ class _Run:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
         result = self.toolbox.run(call)
-        record = self.calls.observe(call, result.text)
-        status = ToolStatus.REPEAT if record.repeats else result.status
+        record = self._record(result)
+        self.barren.reset()
+        self._say("user", prompts.tool_feedback(result, record, status=self._status(result, record).value))
+        self._check_repeats([record])
+
+    def _on_batch(self, step: Batch, raw: str) -> None:
+        if not self.batch:
+            self._barren(raw, prompts.batch_off_feedback(), "batch")
+            return
+        self._run_calls([ToolCall(tool=call.tool, args=call.args) for call in step.calls])
+
+    def _run_calls(self, calls: list[ToolCall]) -> None:
+        """Run the calls of one step as a batch, and put every result back in one turn."""
+        for call in calls:
+            self._emit(ToolCalled(step=self.step, call=call))
+        results = self.toolbox.run_batch(calls)
+        records = [self._record(result) for result in results]
+        self.barren.reset()
+        statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
+        self._say("user", prompts.batch_feedback(results, records, statuses=statuses))
+        self._check_repeats(records)
+
+    @staticmethod
+    def _status(result: ToolResult, record: CallRecord) -> ToolStatus:
+        return ToolStatus.REPEAT if record.repeats else result.status
+
+    def _record(self, result: ToolResult) -> CallRecord:
+        """Count the call for repeats and tell the sinks how it went."""
+        record = self.calls.observe(result.call, result.text)
         self._emit(
             ToolReturned(
                 step=self.step,
-                call=call,
-                status=status,
+                call=result.call,
+                status=self._status(result, record),
                 text=result.text,
                 chars=result.chars,
                 truncated=result.truncated,
                 repeats=record.repeats,
             )
         )
-        self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=status.value))
-        if record.repeats >= self.stuck_limit:
-            same = record.repeats + 1
-            detail = (
-                "with the same result each time"
-                if same == record.times
-                else f"and the last {same} calls returned the same result"
-            )
-            self._finish(
-                StopReason.STUCK,
-                f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
-            )
-        elif record.repeats:
-            self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
+        return record
 
-    def _on_answer(self, step: Step, raw: str) -> None:
-        text = step.answer
-        if not text.strip():
-            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
+    def _check_repeats(self, records: list[CallRecord]) -> None:
+        """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call."""
+        for record in records:
+            if record.repeats >= self.stuck_limit:
+                same = record.repeats + 1
+                detail = (
+                    "with the same result each time"
+                    if same == record.times
+                    else f"and the last {same} calls returned the same result"
+                )
+                self._finish(
+                    StopReason.STUCK,
+                    f"{record.call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
+                )
+                return
+        for record in records:
+            if record.repeats:
+                self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
+
+    def _on_answer(self, answer: Any, raw: str) -> None:
+        if self.typed is not None:
+            checked = self.typed.check(answer)
+            if checked.errors:
+                shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+                objection = "the answer does not match the output type: " + "; ".join(checked.errors)
+                self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
+                # identical answers fail identically, whatever the reason around them says
+                failure = "invalid answer " + json.dumps(answer, sort_keys=True, default=str)
+                self._barren(failure, prompts.invalid_answer_feedback(checked.errors), "invalid-answer")
+                return
+            value, text = checked.value, checked.text
+        elif not isinstance(answer, str):
+            shown = json.dumps(answer, ensure_ascii=False)
+            self._emit(AnswerRejected(step=self.step, text=shown, objection="the answer is not text"))
+            self._barren(raw, prompts.answer_not_text_feedback(), "non-text-answer")
+            return
+        elif not answer.strip():
+            self._emit(AnswerRejected(step=self.step, text=answer, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
             return
-        verdict: bool | str = True if self.accept is None else self.accept(text)
+        else:
+            value = text = answer
+        verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
-            self.answer = text
+            self.answer, self.output = text, value
             self._emit(AnswerGiven(step=self.step, text=text))
             self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
             return

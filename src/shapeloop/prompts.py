@@ -6,7 +6,8 @@ Kept short and literal: a 135M model follows a short instruction and ignores a l
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from shapeloop.guards import CallRecord
 from shapeloop.tools import Tool, ToolResult
@@ -37,14 +38,36 @@ _NEXT = 'If this result answers the task, reply with action "answer" now; otherw
 
 _PROSE = """Reply with the JSON object only: no other text before or after it."""
 
+_BATCH = (
+    'To make several independent calls in one step, reply with action "calls" and the list of calls, '
+    'instead of "tool", "args" and "answer":\n'
+    + json.dumps(
+        {"reason": "I need the weather in two cities", "action": "calls",
+         "calls": [{"tool": "get_weather", "args": {"city": "Oslo"}},
+                   {"tool": "get_weather", "args": {"city": "Bergen"}}]}
+    )
+    + "\nThe results come back together, in the same order."
+)  # fmt: skip
 
-def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = None) -> str:
+_NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
+
+
+def system_prompt(
+    tools: Sequence[Tool],
+    *,
+    prose: bool,
+    extra: str | None = None,
+    answer_schema: Mapping[str, Any] | None = None,
+    batch: bool = False,
+) -> str:
     """The system prompt for a run with these tools.
 
     Args:
         tools: the tools advertised to the model.
         prose: the backend cannot enforce the schema, so say plainly that only JSON is wanted.
         extra: the caller's own instructions, appended.
+        answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
+        batch: the model may make several calls in one step.
     """
     lines = ["You complete the user's task one step at a time, using tools when they help.", _FORMAT, ""]
     if tools:
@@ -62,6 +85,14 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
     ]
     if tools:
         lines += ["", _EXAMPLES]
+    if tools and batch:
+        lines += ["", _BATCH]
+    if answer_schema is not None:
+        lines += [
+            "",
+            'In this task "answer" is not text: it is a JSON value matching this schema, filled in '
+            f"from what the tools return: {_schema_text(answer_schema)}",
+        ]
     if prose:
         lines.append(_PROSE)
     if extra:
@@ -79,6 +110,37 @@ def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str
             "or give your answer."
         )
     return text
+
+
+def batch_feedback(results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str]) -> str:
+    """The user turn that carries the results of a batch back, in the order of the calls."""
+    parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
+    for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
+        part = f"[{number}] {result.call}:\n{result.text}"
+        if status == "repeat":
+            part += f"\n(Note: you made this same call {record.times} times and got this same result each time.)"
+        parts.append(part)
+    parts.append(_NEXT_BATCH)
+    return "\n\n".join(parts)
+
+
+def batch_off_feedback() -> str:
+    """After a batch of calls in a run that takes one call a step."""
+    return 'This run takes one call a step: reply with action "tool" and one call, or with action "answer".'
+
+
+def invalid_answer_feedback(errors: Sequence[str]) -> str:
+    """After an answer that does not validate against the run's output type."""
+    listed = "\n".join(f"- {_clip(error, 200)}" for error in errors)
+    return (
+        f"Your answer does not match the required schema:\n{listed}\n"
+        'Reply again with a corrected "answer", or call a tool to find what is missing.'
+    )
+
+
+def answer_not_text_feedback() -> str:
+    """After an answer that is an object or a number where text is wanted."""
+    return 'Your answer must be text: put your answer to the task in "answer" as a string, or call a tool.'
 
 
 def unreadable_feedback(error: str) -> str:
@@ -105,6 +167,19 @@ def empty_answer_feedback() -> str:
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
     return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
+
+
+def _schema_text(schema: Mapping[str, Any]) -> str:
+    """A schema as compact JSON without pydantic's titles, which only lengthen the prompt."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(schema), ensure_ascii=False, separators=(",", ":"))
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -1,7 +1,7 @@
 """The embedded backend: llama.cpp in-process through llama-cpp-python. No daemon, no account.
 
-Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (the flat
-five-field schema where the per-tool one cannot be compiled), the prompt from the model's own chat
+Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (a looser
+one from ``step.fallback_schemas`` where it cannot be compiled), the prompt from the model's own chat
 template, and the prompt cache is reused across steps, so each step evaluates only the new tokens.
 """
 
@@ -19,7 +19,7 @@ from shapeloop import models
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.brain import Finish, Message, Reply, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
-from shapeloop.step import flat_schema
+from shapeloop.step import fallback_schemas
 
 _INSTALL_HINT = (
     "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
@@ -153,10 +153,10 @@ class LlamaCppBrain:
                 return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._fast_schemas:
-            # Which schema llguidance takes (the per-tool one, else the flat one, else none) is decided
+            # Which schema llguidance takes (the per-tool one, else a looser one, else none) is decided
             # once per schema, not again at every step.
             self._fast_schemas[key] = None
-            for candidate in (schema, flat_schema()):
+            for candidate in (schema, *fallback_schemas(schema)):
                 bounded = bound_reason(candidate, self.max_reason_chars)
                 try:
                     self._fast.compile(bounded)
@@ -233,14 +233,12 @@ class LlamaCppBrain:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            bounded = bound_reason(schema, self.max_reason_chars)
-            fallback = bound_reason(flat_schema(), self.max_reason_chars)
-            for candidate, engine in ((bounded, "llama.cpp-grammar"), (fallback, "llama.cpp-grammar-flat")):
+            candidates = [(schema, "llama.cpp-grammar")]
+            candidates += [(looser, "llama.cpp-grammar-flat") for looser in fallback_schemas(schema)]
+            for candidate, engine in candidates:
+                bounded = bound_reason(candidate, self.max_reason_chars)
                 try:
-                    self._grammars[key] = (
-                        LlamaGrammar.from_json_schema(json.dumps(candidate), verbose=False),
-                        engine,
-                    )
+                    self._grammars[key] = (LlamaGrammar.from_json_schema(json.dumps(bounded), verbose=False), engine)
                     break
                 except Exception:  # noqa: BLE001 - llama.cpp raises bare exceptions for schemas it cannot compile
                     continue
