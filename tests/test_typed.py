@@ -259,3 +259,40 @@ def test_cli_bad_output_schema_is_one_line_and_exit_two(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("shapeloop: error: ") and message in err and err.count("\n") == 1
+
+
+def test_the_openai_compatible_backend_sends_the_typed_schema_as_response_format() -> None:
+    import httpx
+
+    from shapeloop.backends.openai import OpenAIBrain
+
+    sent: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.read()))
+        content = answer({"name": "teal", "hex": "#008080"})
+        return httpx.Response(200, json={"choices": [{"message": {"content": content}, "finish_reason": "stop"}]})
+
+    with OpenAIBrain("m", transport=httpx.MockTransport(handler)) as brain:
+        run = run_agent(brain, [read_file], "Colour?", output_type=Colour)
+    assert run.output == {"name": "teal", "hex": "#008080"}
+    expected = step_schema([read_file], answer_schema=schema_of(Colour))
+    assert sent[0]["response_format"]["json_schema"]["schema"] == expected
+
+
+def test_the_ollama_backend_sends_the_typed_schema_as_format() -> None:
+    pytest.importorskip("ollama", reason="the ollama client is not installed: pip install '.[ollama]'")
+    from fake_ollama import running
+    from shapeloop.backends.ollama import OllamaBrain
+
+    with running() as server:
+        server.script = [{"content": answer(GOOD_TODO)}]
+        run = run_agent(OllamaBrain("m", host=server.url), [read_file], "Extract.", output_type=Todo)
+        assert run.output == Todo.model_validate(GOOD_TODO)
+        assert server.requests[0]["format"] == step_schema([read_file], answer_schema=Todo.model_json_schema())
+
+
+def schema_of(output_type: Any) -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(output_type).json_schema()
