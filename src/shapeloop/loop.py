@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from shapeloop import prompts
 from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
@@ -37,11 +39,12 @@ from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.step import Batch, Step, flat_schema, step_schema
 from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolResult, ToolStatus
 
-Acceptor = Callable[[Any], "bool | str"]
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's answer: ``output_type``'s, or Any (text, or the JSON value for a schema dict)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentRun:
+class AgentRun(Generic[OutputT]):
     """How a run went.
 
     Attributes:
@@ -65,7 +68,7 @@ class AgentRun:
     usage: Usage | None
     transcript: Transcript
     events: tuple[Event, ...] = field(default=(), repr=False)
-    output: Any = None
+    output: OutputT | None = None
 
     @property
     def ok(self) -> bool:
@@ -114,7 +117,7 @@ def run_agent(
     max_steps: int = 12,
     max_result_chars: int = 4000,
     stuck_limit: int = 2,
-    accept_answer: Acceptor | None = None,
+    accept_answer: Callable[[OutputT], bool | str] | None = None,
     approve: Approver | None = None,
     on_event: Sink | Sequence[Sink] | None = None,
     system: str | None = None,
@@ -128,9 +131,9 @@ def run_agent(
     history: Sequence[Message] | None = None,
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
-    output_type: Any = None,
+    output_type: type[OutputT] | Mapping[str, Any] | None = None,
     batch: bool = False,
-) -> AgentRun:
+) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
     Args:
@@ -216,7 +219,7 @@ class _Run:
     mode: Mode
     max_steps: int
     stuck_limit: int
-    accept: Acceptor | None
+    accept: Callable[[Any], bool | str] | None
     sinks: list[Sink]
     budget: Budget
     specs: list[dict[str, Any]]
