@@ -83,6 +83,7 @@ def write(folder: Path) -> Path:
             ["model", "free tok/s", "grammar s/step", "grammar tok/s", "fast s/step", "fast effective tok/s",
              "fast decode calls/step", "step tokens", "fast / grammar time", "fast rate / free rate",
              "prompt tokens evaluated per step (cache reused)", "(cache not reused)"], rows), ""]  # fmt: skip
+    parts += typed_section(folder)
     out = folder / "README.md"
     out.write_text("\n".join(parts))
     return out
@@ -115,3 +116,21 @@ def _chart(folder: Path, suite: dict[str, Any]) -> bool:
     fig.savefig(folder / "success.png", dpi=100)
     plt.close(fig)
     return True
+
+
+def typed_section(folder: Path) -> list[str]:
+    """The lines for ``typed.json`` (``python -m benchmarks.typed``): typed records and batched calls."""
+    typed = _load(folder, "typed")
+    if not typed:
+        return []
+    header = ["model", "setting", "tasks", "success", "valid answer", "mean steps", "mean tool calls",
+              "steps with 2+ calls", "rejected answers", "mean tokens", "s / task"]  # fmt: skip
+    parts = []
+    for task_set, title in (("typed", "Typed answers: records extracted from a file (output_type=)"),
+                            ("batch", "Batched calls: questions needing 2 to 4 independent reads")):  # fmt: skip
+        rows = [[s["model"], s["config"], s["tasks"], f"{s['success_rate']:.0%}", f"{s['valid_rate']:.0%}",
+                 s["mean_steps"], s["mean_tool_calls"], s["batch_steps"], s["rejected_answers"], s["mean_tokens"],
+                 s["mean_seconds"]] for s in typed["summaries"] if s["set"] == task_set]  # fmt: skip
+        if rows:
+            parts += [f"## {title}", "", _table(header, rows), ""]
+    return parts
