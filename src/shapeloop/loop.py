@@ -158,7 +158,8 @@ def run_agent(
         mode: ``constrained`` (the default; falls back to prose if the backend refuses or
             ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
             calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; a run with
+            ``output_type`` or ``batch`` always uses the per-tool one).
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
