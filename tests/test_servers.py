@@ -157,23 +157,3 @@ def test_cli_on_the_openai_and_instructor_backends(server: str, tmp_path: Path) 
         data = json.loads(done.stdout)
         assert data["backend"] == backend and data["mode"] == "constrained"
         assert any(e["kind"] == "tool_call" for e in data["events"])
-
-
-def test_a_typed_record_from_a_workspace_file_through_the_openai_compatible_backend(server: str) -> None:
-    import datetime
-
-    from pydantic import BaseModel
-
-    class Contact(BaseModel):
-        name: str
-        email: str
-        role: str
-        started: datetime.date
-
-    root = Path(__file__).resolve().parent.parent / "benchmarks" / "typed_workspace"
-    with OpenAIBrain(SERVED, base_url=server) as brain:
-        run = run_agent(brain, workspace_tools(root), "Read people/ana.txt and extract the contact.",
-                        output_type=Contact, max_steps=5)  # fmt: skip
-    assert run.ok and run.mode is Mode.CONSTRAINED, run.reason
-    assert isinstance(run.output, Contact) and run.output.email == "ana.lima@example.org"
-    assert run.output.started == datetime.date(2024, 9, 2)
