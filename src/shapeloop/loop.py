@@ -200,15 +200,17 @@ def run_agent(
         budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
+        task=task,
         typed=typed,
         batch=batch,
     )
     prompt = prompts.system_prompt(
         offered, prose=True, extra=system, answer_schema=None if typed is None else typed.schema, batch=batch
     )
+    earlier = [m for m in history or () if m["role"] != "system"]
     opening = [Message(role="system", content=prompt)]
-    opening += [m for m in history or () if m["role"] != "system"]
-    opening.append(Message(role="user", content=task))
+    opening += earlier
+    opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     return run.execute(opening, transcript_path)
 
 
@@ -225,6 +227,7 @@ class _Run:
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
+    task: str = ""
     typed: TypedAnswer | None = None
     batch: bool = False
     native_called: bool = False
@@ -383,7 +386,8 @@ class _Run:
         result = self.toolbox.run(call)
         record = self._record(result)
         self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=self._status(result, record).value))
+        status = self._status(result, record).value
+        self._say("user", prompts.tool_feedback(result, record, status=status, task=self.task))
         self._check_repeats([record])
 
     def _on_batch(self, step: Batch, raw: str) -> None:
@@ -400,7 +404,7 @@ class _Run:
         records = [self._record(result) for result in results]
         self.barren.reset()
         statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
-        self._say("user", prompts.batch_feedback(results, records, statuses=statuses))
+        self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
         self._check_repeats(records)
 
     @staticmethod
