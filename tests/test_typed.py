@@ -296,3 +296,11 @@ def schema_of(output_type: Any) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(output_type).json_schema()
+
+
+def test_the_runs_plain_data_holds_the_output_as_json_or_the_text() -> None:
+    typed = run_agent(ScriptedBrain([answer(GOOD_TODO)]), [], "Extract.", output_type=Todo)
+    assert typed.to_dict()["output"] == GOOD_TODO and json.loads(typed.to_dict()["answer"]) == GOOD_TODO
+    plain = run_agent(ScriptedBrain([answer("teal")]), [], "Colour?")
+    assert plain.to_dict()["output"] == plain.to_dict()["answer"] == "teal"
+    assert run_agent(ScriptedBrain([]), [], "t").to_dict()["output"] is None

@@ -94,7 +94,7 @@ class AgentRun(Generic[OutputT]):
             "stop": self.stop.value,
             "reason": self.reason,
             "answer": self.answer,
-            "output": None if self.answer is None or self.output is self.answer else json.loads(self.answer),
+            "output": self.output if self.answer is None or isinstance(self.output, str) else json.loads(self.answer),
             "steps": self.steps,
             "mode": self.mode.value,
             "usage": usage,
