@@ -35,17 +35,9 @@ QUICK_CALL_KINDS = ("call", "choose", "irrelevant", "multi")
 
 
 def make_brain(backend: str, model: str, base_url: str | None) -> Brain:
-    if backend == "ollama":
-        from shapeloop.backends.ollama import OllamaBrain
+    from shapeloop import backends
 
-        return OllamaBrain(model, host=base_url)
-    if backend == "openai":
-        from shapeloop.backends.openai import OpenAIBrain
-
-        return OpenAIBrain(model, base_url=base_url or "http://127.0.0.1:8000/v1")
-    from shapeloop.backends.llamacpp import LlamaCppBrain
-
-    return LlamaCppBrain(model, n_ctx=4096, pull=True)
+    return backends.create(backend, model, base_url=base_url, context=4096 if backend == "llamacpp" else None)
 
 
 def all_tasks() -> list[AnyTask]:

@@ -10,7 +10,18 @@ import jsonschema
 import pytest
 
 from helpers import answer_step, tool_step
-from shapeloop import Reply, ScriptedBrain, StopReason, Tool, ToolCall, ToolStatus, extract_step, run_agent, tool
+from shapeloop import (
+    Capabilities,
+    Reply,
+    ScriptedBrain,
+    StopReason,
+    Tool,
+    ToolCall,
+    ToolStatus,
+    extract_step,
+    run_agent,
+    tool,
+)
 from shapeloop.events import RepeatNoticed, ToolCalled, ToolReturned
 from shapeloop.step import MAX_BATCH, Batch, step_schema
 
@@ -207,7 +218,7 @@ def test_native_calls_of_one_reply_run_as_a_batch_when_batch_is_on() -> None:
     native = Reply(
         text="", tool_calls=(ToolCall(tool="wait", args={"path": "a"}), ToolCall(tool="signal", args={"path": "b"}))
     )
-    brain = ScriptedBrain([native, "done"], native=True)
+    brain = ScriptedBrain([native, "done"], capabilities=Capabilities(native_tools=True))
     run = run_agent(brain, [wait, signal], "t", mode="native", batch=True)
     assert run.ok and [e.text for e in returned(run)] == ["overlapped", "signalled"]
     assert brain.asked[1].messages[-1]["content"].startswith("Results of 2 calls")

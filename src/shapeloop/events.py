@@ -1,4 +1,4 @@
-"""Frozen event records, the run's transcript, and the sinks that show them.
+"""Frozen event records and the sinks that show them.
 
 The loop emits one event for each thing that happens, to every sink, in order. For a run that calls
 a tool and then answers, the events are::
@@ -12,35 +12,14 @@ import enum
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import IO, Any, ClassVar
 
-from shapeloop.brain import Finish, Message, Usage
-from shapeloop.tools import ToolCall, ToolStatus
-
-
-class Mode(enum.StrEnum):
-    """How the run asked the model for steps."""
-
-    CONSTRAINED = "constrained"
-    """The step schema was enforced by the backend (a grammar or ``format``)."""
-    PROSE = "prose"
-    """The backend refused the schema; the step was read out of a prose reply."""
-    NATIVE = "native"
-    """The backend's own tool-calling API carried the calls."""
-
-
-class StopReason(enum.StrEnum):
-    """Why a run ended."""
-
-    ANSWERED = "answered"
-    MAX_STEPS = "max_steps"
-    STUCK = "stuck"
-    BARREN = "barren"
-    BACKEND_ERROR = "backend_error"
-    BUDGET = "budget"
-    INTERRUPTED = "interrupted"
+from shapeloop.brain import Finish, Usage
+from shapeloop.run import Mode, StopReason
+from shapeloop.toolbox import ToolStatus
+from shapeloop.tools import ToolCall
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,59 +153,13 @@ class RunStopped(Event):
 Sink = Callable[[Event], None]
 
 
-@dataclass(kw_only=True)
-class Transcript:
-    """Every message and event of a run, in order; writable as JSON Lines."""
-
-    entries: list[dict[str, Any]] = field(default_factory=list)
-
-    def add_message(self, message: Message) -> None:
-        """Record a message of the conversation."""
-        self.entries.append({"type": "message", "role": message["role"], "content": message["content"]})
-
-    def add_event(self, event: Event) -> None:
-        """Record an event."""
-        self.entries.append({"type": "event", **event.to_dict()})
-
-    @property
-    def messages(self) -> list[Message]:
-        """The conversation, as sent to the model."""
-        return [Message(role=e["role"], content=e["content"]) for e in self.entries if e["type"] == "message"]
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """The events, as plain data."""
-        return [e for e in self.entries if e["type"] == "event"]
-
-    def to_jsonl(self) -> str:
-        """One JSON object per line."""
-        return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.entries)
-
-    def write(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript as JSON Lines (atomically: a reader never sees half a file)."""
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(self.to_jsonl())
-        os.replace(tmp, path)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.entries)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-
 def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, ToolCall):
         return {"tool": value.tool, "args": dict(value.args)}
     if isinstance(value, Usage):
-        return {
-            "prompt_tokens": value.prompt_tokens,
-            "completion_tokens": value.completion_tokens,
-            "cached_tokens": value.cached_tokens,
-        }
+        return value.to_dict()
     return value
 
 

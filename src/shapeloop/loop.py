@@ -7,18 +7,26 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal
-
-from typing_extensions import TypeVar
+from typing import Any, Literal
 
 from shapeloop import prompts
-from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
+from shapeloop.brain import (
+    Brain,
+    Capabilities,
+    Constraint,
+    Finish,
+    Message,
+    Reply,
+    Request,
+    SchemaSupport,
+    Usage,
+    as_brain,
+)
 from shapeloop.errors import BackendError, SchemaRefused
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
     Event,
-    Mode,
     ModeChanged,
     RepeatNoticed,
     ReplyCut,
@@ -27,79 +35,34 @@ from shapeloop.events import (
     RunStopped,
     Sink,
     StepBegan,
-    StopReason,
     ThoughtGiven,
     ToolCalled,
     ToolReturned,
-    Transcript,
 )
 from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
-from shapeloop.step import Batch, Step, flat_schema, step_schema
-from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolResult, ToolStatus
+from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
+from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema
+from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
+from shapeloop.tools import Tool, ToolCall
 
-OutputT = TypeVar("OutputT", default=Any)
-"""The type of a run's answer: ``output_type``'s, or Any (text, or the JSON value for a schema dict)."""
 
+def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
+    """The mode a run starts in: the one wanted, or the nearest below it that the brain declares.
 
-@dataclass(frozen=True, kw_only=True)
-class AgentRun(Generic[OutputT]):
-    """How a run went.
-
-    Attributes:
-        stop: why it ended; only ``answered`` carries an accepted answer.
-        reason: a sentence a person can read, naming the facts (the call, the count, the limit).
-        answer: the accepted answer as text (a typed answer as JSON), or None.
-        output: the accepted answer as an object: an instance of ``output_type`` (the JSON value for
-            a schema dict), the text when the run has no ``output_type``; None without an answer.
-        steps: how many steps were asked of the model (a switch to prose mode costs none).
-        mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
-        usage: token totals, when the backend reported them.
-        transcript: every message and event, in order.
-        events: the events, as emitted.
+    Returns the mode and, when it is not the one wanted, the reason (else an empty string).
     """
+    mode, reason = wanted, ""
+    if mode is Mode.NATIVE and not capabilities.native_tools:
+        mode, reason = Mode.CONSTRAINED, "the backend has no native tool calls"
+    if mode is Mode.CONSTRAINED and capabilities.schema is SchemaSupport.NONE:
+        mode, reason = Mode.PROSE, "the backend cannot constrain a reply to a schema"
+    return mode, reason
 
-    stop: StopReason
-    reason: str
-    answer: str | None
-    steps: int
-    mode: Mode
-    usage: Usage | None
-    transcript: Transcript
-    events: tuple[Event, ...] = field(default=(), repr=False)
-    output: OutputT | None = None
 
-    @property
-    def ok(self) -> bool:
-        """The run ended with an accepted answer."""
-        return self.stop is StopReason.ANSWERED
-
-    @property
-    def messages(self) -> list[Message]:
-        """The whole conversation, to continue it in another run (``history=``)."""
-        return self.transcript.messages
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run as plain data (for ``--json``)."""
-        usage = None
-        if self.usage is not None:
-            usage = {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "cached_tokens": self.usage.cached_tokens,
-                "total_tokens": self.usage.total_tokens,
-            }
-        return {
-            "stop": self.stop.value,
-            "reason": self.reason,
-            "answer": self.answer,
-            "output": self.output if self.answer is None or isinstance(self.output, str) else json.loads(self.answer),
-            "steps": self.steps,
-            "mode": self.mode.value,
-            "usage": usage,
-            "events": [e.to_dict() for e in self.events],
-        }
+def _step_down(mode: Mode) -> Mode:
+    return Mode.CONSTRAINED if mode is Mode.NATIVE else Mode.PROSE
 
 
 def _is_json_object(text: str) -> bool:
@@ -137,8 +100,8 @@ def run_agent(
     """Run a task to an answer or to a stop with a reason.
 
     Args:
-        brain: the model: anything with ``ask(messages, schema) -> Reply``, or a plain function
-            ``fn(messages, schema) -> str``.
+        brain: the model: a :class:`~shapeloop.Brain` (capabilities, ``ask(request) -> Reply``,
+            ``close()``), or a plain function ``fn(messages, schema) -> str``.
         tools: the tools the model may call.
         task: what the user asks.
         max_steps: steps before the run stops as ``max_steps``.
@@ -155,16 +118,17 @@ def run_agent(
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
         max_seconds: stop as ``budget`` once this much wall time has passed.
-        mode: ``constrained`` (the default; falls back to prose if the backend refuses or
-            ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
-            calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; a run with
-            ``output_type`` or ``batch`` always uses the per-tool one).
+        mode: ``constrained`` (the default; falls back to prose if the backend declares no
+            schema support, refuses the schema or ignores it), ``prose`` from the start, or
+            ``native`` (the backend's own tool calls; falls back to constrained, then prose).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; with
+            ``output_type`` or ``batch``, every tool's arguments opened to any object); a brain
+            that declares flat schemas only gets the flat one.
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
-            stops the run (a routing brain's ``notice_repeat`` is called too), so a router can
-            escalate.
+            stops the run (the count also goes to the brain in ``Request.repeats``, so a router
+            can escalate).
         transcript_path: write the transcript here as JSON Lines when the run ends, however it
             ends (an exception or Ctrl-C included).
         output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
@@ -181,17 +145,27 @@ def run_agent(
         raise ValueError("max_steps and stuck_limit must be at least 1")
     toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
     offered = list(toolbox.tools.values())
+    brain = as_brain(brain)
+    flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
     typed = None if output_type is None else typed_answer(output_type)
-    if schema == "flat" and typed is None and not batch:
-        step_json = flat_schema(max_reason_chars=max_reason_chars)
-    else:
-        answer_schema = None if typed is None else typed.schema
-        step_json = step_schema(offered, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
+    answer_schema = None if typed is None else typed.schema
+
+    def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
+        kept = [t for t in offered if t.name not in excluded]
+        full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
+        if not flat:
+            return full
+        # flat: every tool's arguments opened; a typed answer and the batch keep their shape
+        return (
+            flat_schema(max_reason_chars=max_reason_chars) if typed is None and not batch else fallback_schemas(full)[0]
+        )
+
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
-        brain=as_brain(brain),
+        brain=brain,
         toolbox=toolbox,
-        schema=step_json,
+        schema=schema_without(frozenset()),
+        schema_without=schema_without,
         mode=Mode(mode),
         max_steps=max_steps,
         stuck_limit=stuck_limit,
@@ -204,9 +178,7 @@ def run_agent(
         typed=typed,
         batch=batch,
     )
-    prompt = prompts.system_prompt(
-        offered, prose=True, extra=system, answer_schema=None if typed is None else typed.schema, batch=batch
-    )
+    prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
     earlier = [m for m in history or () if m["role"] != "system"]
     opening = [Message(role="system", content=prompt)]
     opening += earlier
@@ -219,6 +191,7 @@ class _Run:
     brain: Brain
     toolbox: Toolbox
     schema: dict[str, Any]
+    schema_without: Callable[[frozenset[str]], dict[str, Any]]
     mode: Mode
     max_steps: int
     stuck_limit: int
@@ -231,6 +204,11 @@ class _Run:
     typed: TypedAnswer | None = None
     batch: bool = False
     native_called: bool = False
+    repeats: int = 0
+    # After a repeated call, the next constrained step may not call that tool again: the model is
+    # asked for the answer or another tool instead of a third identical call.
+    excluded: frozenset[str] = frozenset()
+    last_failure: str | None = None  # the last result, while it is an error or a refusal
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
     events: list[Event] = field(default_factory=list)
@@ -246,6 +224,9 @@ class _Run:
         try:
             for message in opening:
                 self._say(message["role"], message["content"])
+            mode, reason = choose_mode(self.mode, self.brain.capabilities)
+            if mode is not self.mode:
+                self._switch(mode, reason)
             while self.outcome is None:
                 self._one_step()
         except KeyboardInterrupt:
@@ -297,13 +278,14 @@ class _Run:
             found = extract_step(reply.text)
             step = found.step or Step(reason="", action="answer", tool="", args={}, answer=reply.text.strip())
         else:
-            if self.mode is Mode.CONSTRAINED and not _is_json_object(reply.text):
-                self._switch(Mode.PROSE, "the backend ignored the schema: the reply was not a JSON object")
+            ignored = _ignored_schema(reply) if self.mode is Mode.CONSTRAINED else None
+            if ignored is not None:
+                self._switch(Mode.PROSE, ignored)
             found = extract_step(reply.text)
-            if found.step is None:
-                error = found.error or "no step found"
-                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
-                self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
+            error = (found.error or "no step found") if found.step is None else self._names_no_tool(found.step)
+            if found.step is None or error is not None:
+                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error or ""))
+                self._barren(reply.text, prompts.unreadable_feedback(error or ""), "unreadable")
                 return
             step = found.step
         self._emit(ThoughtGiven(step=self.step, text=step.reason))
@@ -330,30 +312,32 @@ class _Run:
         """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
         while True:
             try:
-                if self.mode is Mode.NATIVE:
-                    reply = self._ask_native()
-                    if reply is not None:
-                        return reply
-                    continue
-                schema = self.schema if self.mode is Mode.CONSTRAINED else None
-                return self.brain.ask(list(self.messages), schema)
+                reply = self.brain.ask(self._question())
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
-                self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
+                self._switch(_step_down(self.mode), str(exc))
+                continue
+            if self.mode is Mode.NATIVE and self._declined_tools(reply):
+                self._count(reply.usage)  # the reply is set aside, but its tokens were spent
+                self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
+                continue
+            self.excluded = frozenset()
+            return reply
 
-    def _ask_native(self) -> Reply | None:
-        """A native reply, or None after stepping down to constrained mode."""
-        ask_native = getattr(self.brain, "ask_native", None)
-        if ask_native is None:
-            self._switch(Mode.CONSTRAINED, "the backend has no native tool calls")
-            return None
-        reply: Reply = ask_native(list(self.messages), self.specs)
-        if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
-            self._count(reply.usage)  # the reply is set aside, but its tokens were spent
-            self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
-            return None
-        return reply
+    def _question(self) -> Request:
+        """The request for the current mode."""
+        messages = list(self.messages)
+        if self.mode is Mode.NATIVE:
+            return Request(messages=messages, tools=self.specs, repeats=self.repeats)
+        schema = None
+        if self.mode is Mode.CONSTRAINED:
+            schema = self.schema_without(self.excluded) if self.excluded else self.schema
+        return Request(messages=messages, schema=schema, repeats=self.repeats)
+
+    def _declined_tools(self, reply: Reply) -> bool:
+        """A first native reply that calls nothing, though tools were offered: the model will not use them."""
+        return not reply.tool_calls and not self.native_called and bool(self.specs) and reply.finish is Finish.STOP
 
     def _count(self, usage: Usage | None) -> None:
         if usage is not None:
@@ -386,6 +370,7 @@ class _Run:
         result = self.toolbox.run(call)
         record = self._record(result)
         self.barren.reset()
+        self.last_failure = _failure(result)
         status = self._status(result, record).value
         self._say("user", prompts.tool_feedback(result, record, status=status, task=self.task))
         self._check_repeats([record])
@@ -403,6 +388,7 @@ class _Run:
         results = self.toolbox.run_batch(calls)
         records = [self._record(result) for result in results]
         self.barren.reset()
+        self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
         statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
         self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
         self._check_repeats(records)
@@ -428,7 +414,8 @@ class _Run:
         return record
 
     def _check_repeats(self, records: list[CallRecord]) -> None:
-        """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call."""
+        """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call,
+        and keep its tool out of the next constrained step."""
         for record in records:
             if record.repeats >= self.stuck_limit:
                 same = record.repeats + 1
@@ -442,9 +429,11 @@ class _Run:
                     f"{record.call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
                 )
                 return
-        for record in records:
-            if record.repeats:
-                self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
+        repeating = [record for record in records if record.repeats]
+        if repeating:
+            self.excluded = frozenset(record.call.tool for record in repeating)
+        for record in repeating:
+            self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
 
     def _on_answer(self, answer: Any, raw: str) -> None:
         if self.typed is not None:
@@ -467,6 +456,11 @@ class _Run:
             self._emit(AnswerRejected(step=self.step, text=answer, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
             return
+        elif self._echoes_failure(answer):
+            objection = "the answer repeats a failed call's error"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._barren(raw, prompts.error_answer_feedback(), "error-echo")
+            return
         else:
             value = text = answer
         verdict: bool | str = True if self.accept is None else self.accept(value)
@@ -478,6 +472,16 @@ class _Run:
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _echoes_failure(self, text: str) -> bool:
+        """The answer passes off an ``ERROR:`` or ``DENIED:`` result as the answer to the task."""
+        said = " ".join(text.split())
+        if said.startswith(("ERROR:", "DENIED:")):
+            return True
+        if self.last_failure is None:
+            return False
+        message = " ".join(self.last_failure.split(":", 1)[-1].split())[:60]
+        return len(message) >= 12 and message in said
 
     def _barren(self, raw: str, feedback: str, what: str) -> None:
         repeats = self.barren.observe(raw)
@@ -493,13 +497,18 @@ class _Run:
         self._say("user", feedback)
 
     def _repeating(self, event: RepeatNoticed) -> None:
-        """Tell the sinks, the caller's hook and a routing brain that the run has begun to repeat."""
+        """Count a repeat (later requests carry the count) and tell the sinks and the caller's hook."""
+        self.repeats += 1
         self._emit(event)
         if self.on_repeat is not None:
             self.on_repeat(event)
-        notice = getattr(self.brain, "notice_repeat", None)
-        if callable(notice):
-            notice(event)
+
+    def _names_no_tool(self, step: Step | Batch) -> str | None:
+        """The shape error of a tool step that names no tool, or None."""
+        if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
+            return None
+        offered = ", ".join(sorted(self.toolbox.tools)) or "none"
+        return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
 
     def _max_steps_reason(self) -> str:
         last = next(
@@ -523,3 +532,17 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _failure(result: ToolResult) -> str | None:
+    """The result's text while it is an error or a refusal (an answer may not pass it off)."""
+    return result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED, ToolStatus.CANCELLED) else None
+
+
+def _ignored_schema(reply: Reply) -> str | None:
+    """Why a reply to a constrained request shows the schema was not applied, or None."""
+    if reply.applied is Constraint.NONE:
+        return "the backend did not apply the schema"
+    if not _is_json_object(reply.text):
+        return "the backend ignored the schema: the reply was not a JSON object"
+    return None

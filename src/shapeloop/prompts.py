@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shapeloop.guards import CallRecord
+from shapeloop.toolbox import ToolResult
 from shapeloop.tooldoc import DocStyle, render_tools
-from shapeloop.tools import Tool, ToolResult
+from shapeloop.tools import Tool
 
 _INTRO = "You complete the user's task one step at a time: each step either calls one tool or gives the final answer."
 
@@ -34,11 +35,19 @@ _RULES = [
     "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
 ]
 
-# A made-up tool, so that a small model copies the shape and not the arguments of a real one. There
-# is no example answer: qwen2.5-coder-0.5b copied one ("It is snowing in Oslo.") word for word.
-_EXAMPLE = (
-    'Example of a tool step, with a made-up tool get_weather: {"reason": "I need the weather in Oslo", '
-    '"action": "tool", "tool": "get_weather", "args": {"city": "Oslo"}, "answer": ""}'
+# A worked example with a made-up tool: the call, its result, and an answer taken from that result.
+# The answer is about something no real task asks, because qwen2.5-coder-0.5b copied a standalone
+# example answer ("It is snowing in Oslo.") word for word.
+_EXAMPLE = "\n".join(
+    [
+        "Example, with a made-up tool get_price (use the real tools above):",
+        "Task: How much is a kilo of apples?",
+        'You: {"reason": "I need the price of apples", "action": "tool", "tool": "get_price", '
+        '"args": {"item": "apples"}, "answer": ""}',
+        'Result of get_price({"item": "apples"}): apples cost 2.40 EUR per kilo',
+        'You: {"reason": "The result gives the price", "action": "answer", "tool": "", "args": {}, '
+        '"answer": "A kilo of apples costs 2.40 EUR."}',
+    ]
 )
 
 _PROSE = "Reply with the JSON object only: no other text before or after it."
@@ -105,15 +114,19 @@ def task_message(task: str, *, continued: bool) -> str:
     return f"Next task: {task}" if continued else task
 
 
+_NEXT = (
+    'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
+)
+_FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
+RESTATE_TASK = False
+
+
 def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, task: str = "") -> str:
-    """The user turn that carries a tool's result back to the model, with the task named again."""
+    """The user turn that carries a tool's result back to the model."""
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    if status in ("error", "denied"):
-        text += "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
-    else:
-        text += 'If this result answers the task, reply with action "answer" and say what it says; otherwise call another tool.'  # noqa: E501
-    if task:
-        text += f"\nThe task: {_clip(task, 600)}"
+    if RESTATE_TASK and task:
+        text += f"The task: {_clip(task, 600)}\n"
+    text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "
@@ -175,6 +188,14 @@ def cut_feedback() -> str:
 def empty_answer_feedback() -> str:
     """After an answer step whose answer is empty."""
     return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
+
+
+def error_answer_feedback() -> str:
+    """After an answer that repeats a failed call's error as if it were the answer."""
+    return (
+        "Your answer repeats the error of a failed call, and an error is not an answer to the task. Fix the "
+        "call, call another tool, or say in your own words that you cannot do the task."
+    )
 
 
 def rejection_feedback(objection: str) -> str:

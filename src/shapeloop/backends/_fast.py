@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from shapeloop.backends._llama import LlamaModel
+
 ENGINE = "llguidance"
 
 
@@ -31,7 +33,7 @@ class Generated:
 
 
 class FastDecoder:
-    """Constrained greedy or sampled decoding on a ``llama_cpp.Llama`` with llguidance.
+    """Constrained greedy or sampled decoding on a loaded model with llguidance.
 
     The tokenizer is built once per model (about a second); each schema is compiled once and the
     compiled matcher is copied for every request.
@@ -40,20 +42,20 @@ class FastDecoder:
         ImportError: llguidance is not installed.
     """
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, model: LlamaModel) -> None:
         import llguidance
         import llguidance.llamacpp
         import llguidance.numpy
 
         self._llg = llguidance
         self._np_llg = llguidance.numpy
-        self.llm = llm
+        self.model = model
         with warnings.catch_warnings():
             # llguidance 1.9 calls llama_token_get_attr, which llama-cpp-python 0.3.36 deprecates
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab)
-        self.eos = llm.token_eos()
-        self.n_vocab = llm.n_vocab()
+            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab())
+        self.eos = model.eos
+        self.n_vocab = model.n_vocab
         self._compiled: dict[str, Any] = {}
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.tokenizer.vocab_size)
 
@@ -96,13 +98,13 @@ class FastDecoder:
                 ff = [token]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
-            self.llm.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
+            self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
             calls += 1
         return Generated(tokens=out, finished=matcher.is_stopped() or matcher.is_accepting(), decode_calls=calls,
                          forced=forced)  # fmt: skip
 
     def _choose(self, matcher: Any, temperature: float, rng: np.random.Generator) -> int:
-        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,)).astype(np.float32)
+        logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
