@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> None:
             if extras:
                 plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
             for mode, schema, chosen in plan:
-                records += [{"model": name, **r} for r in run_suite(brain, chosen, mode=mode, schema=schema,
-                                                                   progress=progress, max_steps=args.max_steps)]  # fmt: skip
+                ran = run_suite(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
+                records += [{"model": name, **r} for r in ran]
             if not args.no_raw:
                 records += [{"model": name, **r} for r in run_raw_suite(brain, tasks, progress=progress)]
             if extras:
