@@ -11,6 +11,7 @@ from shapeloop.errors import (
     SchemaRefused,
     ShapeloopError,
     ToolFailure,
+    TranscriptError,
     UnknownModel,
 )
 from shapeloop.events import (
@@ -84,6 +85,7 @@ __all__ = [
     "ToolReturned",
     "ToolStatus",
     "Transcript",
+    "TranscriptError",
     "UnknownModel",
     "Usage",
     "Workspace",

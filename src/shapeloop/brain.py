@@ -6,12 +6,14 @@ what does the model say? Everything else (modes, retries of shape, repeats, tool
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.text import escape_surrogates
 from shapeloop.tools import ToolCall
 
 Role = Literal["system", "user", "assistant"]
@@ -210,7 +212,25 @@ class _CallableBrain:
 
     def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
         out = self._fn(list(messages), schema)
-        return out if isinstance(out, Reply) else Reply(text=out)
+        return out if isinstance(out, Reply) else checked_reply(self, Reply(text=out))
+
+
+def checked_reply(brain: object, reply: object) -> Reply:
+    """``reply`` if it is a :class:`Reply` with text, its lone surrogates escaped; a brain that
+    returns anything else is a programming error, raised naming the brain."""
+    if not isinstance(reply, Reply) or not isinstance(reply.text, str):
+        got = type(reply.text if isinstance(reply, Reply) else reply).__name__
+        raise TypeError(
+            f"brain {_name(brain)} returned {got} where a Reply with text (a str) was due: "
+            "its ask() must return Reply(text=...), or a plain function a str"
+        )
+    text = escape_surrogates(reply.text)
+    return reply if text is reply.text else dataclasses.replace(reply, text=text)
+
+
+def _name(brain: object) -> str:
+    inner = brain._fn if isinstance(brain, _CallableBrain) else brain
+    return getattr(inner, "__qualname__", None) or type(inner).__qualname__
 
 
 def as_brain(brain: Any) -> Brain:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shapeloop import prompts
-from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain
-from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain, checked_reply
+from shapeloop.errors import BackendError, SchemaRefused, TimedOut
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
@@ -34,7 +34,8 @@ from shapeloop.events import (
 from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
 from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus
+from shapeloop.text import escape_surrogates
+from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus, call_within
 
 Acceptor = Callable[[str], "bool | str"]
 
@@ -97,7 +98,7 @@ class AgentRun:
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a reply of thousands of "["
         return False
 
 
@@ -123,6 +124,7 @@ def run_agent(
     history: Sequence[Message] | None = None,
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
+    tool_timeout: float | None = 60.0,
 ) -> AgentRun:
     """Run a task to an answer or to a stop with a reason.
 
@@ -144,7 +146,9 @@ def run_agent(
         allow_tools: if given, only these tools are offered.
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
-        max_seconds: stop as ``budget`` once this much wall time has passed.
+        max_seconds: stop as ``budget`` once this much wall time has passed, also in the middle
+            of a model or tool call (the call is abandoned: its thread cannot be killed, so it
+            runs on in the background and its result is dropped).
         mode: ``constrained`` (the default; falls back to prose if the backend refuses or
             ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
             calls; falls back to constrained, then prose).
@@ -154,14 +158,28 @@ def run_agent(
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
             stops the run (a routing brain's ``notice_repeat`` is called too), so a router can
             escalate.
-        transcript_path: write the transcript here as JSON Lines when the run ends, however it
-            ends (an exception or Ctrl-C included).
+        transcript_path: append the transcript here as JSON Lines, each entry flushed as it
+            happens (so an exception, Ctrl-C or ``kill -9`` loses at most the entry in flight).
+            The path is checked before the model is asked anything: a folder, a symlink or a
+            missing folder raises :class:`~shapeloop.errors.TranscriptError`.
+        tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``
+            and the run goes on; None for no limit. The tool's thread cannot be killed: it runs
+            on in the background and its result is dropped.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
     if max_steps < 1 or stuck_limit < 1:
         raise ValueError("max_steps and stuck_limit must be at least 1")
-    toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
+    if max_seconds is not None and max_seconds < 0:
+        raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
+    toolbox = Toolbox(
+        tools,
+        allow=allow_tools,
+        deny=deny_tools,
+        approve=approve,
+        max_result_chars=max_result_chars,
+        timeout=tool_timeout,
+    )
     offered = list(toolbox.tools.values())
     if schema == "flat":
         step_json = flat_schema(max_reason_chars=max_reason_chars)
@@ -183,7 +201,9 @@ def run_agent(
     )
     opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
     opening += [m for m in history or () if m["role"] != "system"]
-    opening.append(Message(role="user", content=task))
+    opening.append(Message(role="user", content=escape_surrogates(task)))
+    if transcript_path is not None:
+        run.transcript = Transcript.streaming(transcript_path)
     return run.execute(opening, transcript_path)
 
 
@@ -220,13 +240,12 @@ class _Run:
         except KeyboardInterrupt:
             self._finish(StopReason.INTERRUPTED, f"interrupted by the user (Ctrl-C) during step {self.step}")
         except BaseException as exc:
-            self.transcript.entries.append({"type": "error", "step": self.step, "error": repr(exc)})
+            self.transcript.add({"type": "error", "step": self.step, "error": repr(exc)})
             if transcript_path is not None:
                 exc.add_note(f"shapeloop: the transcript so far is in {os.fspath(transcript_path)}")
             raise
         finally:
-            if transcript_path is not None:
-                self.transcript.write(transcript_path)
+            self.transcript.close()
         assert self.outcome is not None
         return AgentRun(
             stop=self.outcome[0],
@@ -282,9 +301,13 @@ class _Run:
 
     def _ask(self) -> Reply | None:
         try:
-            reply = self._request()
+            reply = checked_reply(self.brain, self._request())
         except BackendError as exc:
             self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
+            return None
+        except TimedOut:
+            spent = self.budget.exceeded(0) or "the time budget is spent"
+            self._finish(StopReason.BUDGET, f"{spent}, while the model was answering step {self.step}")
             return None
         self._count(reply.usage)
         self._emit(
@@ -302,7 +325,7 @@ class _Run:
                         return reply
                     continue
                 schema = self.schema if self.mode is Mode.CONSTRAINED else None
-                return self.brain.ask(list(self.messages), schema)
+                return call_within(self.budget.remaining(), self.brain.ask, list(self.messages), schema)
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
@@ -314,7 +337,7 @@ class _Run:
         if ask_native is None:
             self._switch(Mode.CONSTRAINED, "the backend has no native tool calls")
             return None
-        reply: Reply = ask_native(list(self.messages), self.specs)
+        reply: Reply = call_within(self.budget.remaining(), ask_native, list(self.messages), self.specs)
         if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
             self._count(reply.usage)  # the reply is set aside, but its tokens were spent
             self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
@@ -346,7 +369,7 @@ class _Run:
     def _on_tool(self, step: Step) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
-        result = self.toolbox.run(call)
+        result = self.toolbox.run(call, seconds_left=self.budget.remaining())
         record = self.calls.observe(call, result.text)
         status = ToolStatus.REPEAT if record.repeats else result.status
         self._emit(

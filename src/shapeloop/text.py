@@ -9,7 +9,9 @@ retitle the window, hide text or move the cursor.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ... in their 8-bit form).
@@ -33,3 +35,10 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` for a terminal: surrogates escaped, control characters (ESC, BEL, CR...) dropped."""
     return _CONTROL.sub("", escape_surrogates(text))
+
+
+def to_json(value: Any) -> str:
+    """``value`` as one line of JSON that always encodes as UTF-8: non-ASCII text is kept as it
+    is, and a lone surrogate becomes the JSON escape ``\\uXXXX`` (it reads back as the same string)."""
+    line = json.dumps(value, ensure_ascii=False, default=str)
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", line)

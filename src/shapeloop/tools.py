@@ -7,22 +7,26 @@ unknown name, an exception, a refusal) comes back as text the model can read: ``
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import functools
 import inspect
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Any, TypeVar, cast, get_type_hints, overload
 
 import jsonschema
 import jsonschema.exceptions
 from pydantic import ConfigDict, ValidationError, create_model
 
-from shapeloop.errors import ToolFailure
+from shapeloop.errors import TimedOut, ToolFailure
+from shapeloop.text import escape_surrogates
 
 Approver = Callable[["ToolCall"], "bool | str"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,9 +260,12 @@ def truncate(text: str, limit: int) -> str:
 
 
 class Toolbox:
-    """The tools of one run, with the run's policy: allow and deny lists, approval, truncation.
+    """The tools of one run, with the run's policy: allow and deny lists, approval, truncation and
+    a time limit per call.
 
-    Deny wins over allow; a tool that is not permitted is neither advertised nor run.
+    Deny wins over allow; a tool that is not permitted is neither advertised nor run. A call that
+    runs past ``timeout`` seconds ends as ``ERROR: ... timed out``; its thread cannot be killed, so
+    the tool runs on in the background and what it returns is dropped.
     """
 
     def __init__(
@@ -269,6 +276,7 @@ class Toolbox:
         deny: Iterable[str] | None = None,
         approve: Approver | None = None,
         max_result_chars: int = 4000,
+        timeout: float | None = None,
     ) -> None:
         self._all: dict[str, Tool] = {}
         for item in tools:
@@ -277,20 +285,37 @@ class Toolbox:
             if item.name in self._all:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
             self._all[item.name] = item
-        allowed = set(self._all) if allow is None else set(allow)
-        unknown = allowed - set(self._all)
-        if unknown:
-            raise ValueError(f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
-        denied = set(deny or ())
+        allowed = set(self._all) if allow is None else self._names(allow, "allow_tools")
+        denied = self._names(deny or (), "deny_tools")
         self.tools: dict[str, Tool] = {n: t for n, t in self._all.items() if n in allowed and n not in denied}
         self._approve = approve
         self._limit = max_result_chars
+        self._timeout = timeout
         if max_result_chars < 1:
             raise ValueError("max_result_chars must be at least 1")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"tool_timeout must be more than 0 seconds (or None for no limit), not {timeout!r}")
 
-    def run(self, call: ToolCall) -> ToolResult:
-        """Run a call: check it, gate it, call the tool, and render what came back."""
-        status, text = self._outcome(call)
+    def _names(self, names: Iterable[str], what: str) -> set[str]:
+        """A list of tool names, checked: a bare string or an unknown name is a mistake, never ignored."""
+        if isinstance(names, str):
+            raise TypeError(f"{what} takes a list of tool names, not the string {names!r}: write {what}=[{names!r}]")
+        chosen = set(names)
+        unknown = chosen - set(self._all)
+        if unknown:
+            raise ValueError(f"{what} names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
+        return chosen
+
+    def run(self, call: ToolCall, *, seconds_left: float | None = None) -> ToolResult:
+        """Run a call: check it, gate it, call the tool, and render what came back.
+
+        Args:
+            call: the call.
+            seconds_left: what is left of the run's time budget, if it has one; the call is
+                limited to the smaller of this and the toolbox's ``timeout``.
+        """
+        status, text = self._outcome(call, seconds_left)
+        text = escape_surrogates(text)
         return ToolResult(
             call=call,
             status=status,
@@ -299,7 +324,7 @@ class Toolbox:
             truncated=len(text) > self._limit,
         )
 
-    def _outcome(self, call: ToolCall) -> tuple[ToolStatus, str]:
+    def _outcome(self, call: ToolCall, seconds_left: float | None) -> tuple[ToolStatus, str]:
         chosen = self.tools.get(call.tool)
         if chosen is None:
             return self._not_available(call.tool)
@@ -315,8 +340,12 @@ class Toolbox:
                     f"DENIED: {call.tool} was not approved ({why}). "
                     "Do not retry it; answer without it or use another tool.",
                 )
+        limits = ((self._timeout, "tool_timeout"), (seconds_left, "the run's max_seconds"))
+        seconds, which = min(((s, w) for s, w in limits if s is not None), default=(None, ""))
         try:
-            return ToolStatus.OK, render(chosen.fn(**call.args))
+            return ToolStatus.OK, render(call_within(seconds, functools.partial(chosen.fn, **call.args)))
+        except TimedOut:
+            return ToolStatus.ERROR, f"ERROR: {call.tool} timed out after {seconds:g} s ({which}); it was abandoned"
         except ToolFailure as exc:
             return ToolStatus.ERROR, f"ERROR: {exc}"
         except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
@@ -337,6 +366,34 @@ class Toolbox:
         return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
 
 
+def call_within(seconds: float | None, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in a worker thread when ``seconds`` is given, waiting at most that long.
+
+    A Python thread cannot be killed: on :class:`TimedOut` the call runs on in the background (a
+    daemon thread, so it does not keep the process alive) and what it returns is dropped. An
+    exception ``fn`` raises, ``KeyboardInterrupt`` included, is raised here.
+    """
+    if seconds is None:
+        return fn(*args)
+    outcome: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn(*args)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True, name="shapeloop-call")
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if not outcome:
+        raise TimedOut(f"no result after {seconds:g} s")
+    done, value = outcome[0]
+    if done:
+        return cast(T, value)
+    raise value
+
+
 def render(value: Any) -> str:
     """A tool's return value as text."""
     if isinstance(value, str):
@@ -344,7 +401,7 @@ def render(value: Any) -> str:
     if value is None:
         return "(no output)"
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        return value.decode("utf-8", errors="backslashreplace")
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
