@@ -400,7 +400,7 @@ class _Run:
             self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
 
     def _on_answer(self, step: Step, raw: str) -> None:
-        text = step.answer
+        text = escape_surrogates(step.answer)  # JSON's "\ud800" decodes to a lone surrogate
         if not text.strip():
             self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
