@@ -1,28 +1,37 @@
 """Rerun the measurements behind shapeloop's design on real small models.
 
-    python -m benchmarks                 # the full run on the three catalogue models (about an hour here)
+    python -m benchmarks                 # the full run: the three catalogue models, both halves
     python -m benchmarks --quick         # a small slice, a few minutes (CI runs this)
+    python -m benchmarks --split tune --variant NAME --out measurements/experiments/NAME
     python -m benchmarks --backend ollama --model qwen2.5-coder:0.5b
 
-Writes measurements/{suite,schemas,required,extraction,repeats}.json and measurements/README.md.
+Every task runs through the loop (constrained) and as a raw baseline (one constrained call, no loop).
+Prompt and mechanism changes are chosen on the tune half and reported on the test half. --extras adds
+the design measurements (prose mode, per-tool vs flat schema, required vs optional fields, repeat
+detection, extraction). Writes measurements/*.json and measurements/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import extraction, repeats, report, required
+from benchmarks import extraction, repeats, report, required, variants
 from benchmarks.common import MEASUREMENTS, model_info, write
-from benchmarks.suite import Progress, run_suite, summarise
-from benchmarks.tasks import QUICK, TASKS
+from benchmarks.fc_tasks import CALL_TASKS
+from benchmarks.raw import run_raw_suite
+from benchmarks.suite import AnyTask, Progress, run_suite, summarise
+from benchmarks.tasks import QUICK, TASKS, Task, split_of
 from shapeloop import Brain
 
 FULL_MODELS = ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"]
 TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
 LOOPING = ("find-secret", "find-log", "follow-pointer", "count-errors")
+QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these kinds
+QUICK_CALL_KINDS = ("call", "choose", "irrelevant", "multi")
 
 
 def make_brain(backend: str, model: str, base_url: str | None) -> Brain:
@@ -39,68 +48,118 @@ def make_brain(backend: str, model: str, base_url: str | None) -> Brain:
     return LlamaCppBrain(model, n_ctx=4096, pull=True)
 
 
+def all_tasks() -> list[AnyTask]:
+    """Every task of both families, each with its half."""
+    return [*TASKS, *CALL_TASKS]
+
+
+def splits(tasks: list[AnyTask]) -> dict[str, str]:
+    """Task name -> ``tune`` or ``test``, stratified by kind."""
+    by_kind: dict[str, list[str]] = {}
+    for task in tasks:
+        by_kind.setdefault(task.kind, []).append(task.name)
+    return {t.name: split_of(t.name, t.kind, by_kind[t.kind]) for t in tasks}
+
+
+def choose(quick: bool, split: str) -> list[AnyTask]:
+    tasks = all_tasks()
+    halves = splits(tasks)
+    if quick:
+        calls = [next(t for t in CALL_TASKS if t.kind == kind) for kind in QUICK_CALL_KINDS]
+        return [t for t in TASKS if t.name in QUICK] + calls
+    return [t for t in tasks if split == "all" or halves[t.name] == split]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--quick", action="store_true", help="a small slice for CI: one model, six tasks")
+    parser.add_argument("--quick", action="store_true", help="a small slice for CI: one model, ten tasks, extras")
     parser.add_argument("--model", action="append", help="model (repeatable); default: the catalogue's three")
     parser.add_argument("--backend", choices=["llamacpp", "ollama", "openai"], default="llamacpp")
     parser.add_argument("--base-url", help="the server, for --backend ollama or openai")
+    parser.add_argument("--split", choices=["tune", "test", "all"], default="all", help="which half to run")
+    parser.add_argument("--variant", choices=sorted(variants.VARIANTS), default="shipped",
+                        help="a prompt or mechanism variant to measure against the shipped one")  # fmt: skip
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
+    parser.add_argument("--extras", action="store_true", help="also prose mode, flat schema, required, repeats")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for the results (default measurements/)")
     args = parser.parse_args(argv)
 
     names = args.model or (["smollm2-135m"] if args.quick else FULL_MODELS)
-    tasks = [t for t in TASKS if t.name in QUICK] if args.quick else list(TASKS)
-    tool_tasks = [t for t in tasks if t.kind in TOOL_KINDS]
-    looping = [t for t in tasks if t.name in LOOPING] or tool_tasks[:1]
-    per_model = 2 * len(tasks) + len(tool_tasks) + 2 * len(looping)
+    extras = args.extras or args.quick
+    tasks = choose(args.quick, args.split)
+    halves = splits(all_tasks())
+    ws_tool_tasks = [t for t in tasks if isinstance(t, Task) and t.kind in TOOL_KINDS]
+    looping = [t for t in ws_tool_tasks if t.name in LOOPING] or ws_tool_tasks[:1]
+    per_model = len(tasks) * (1 if args.no_raw else 2)
+    if extras:
+        per_model += len(tasks) + len(ws_tool_tasks) + 2 * len(looping)
     progress = Progress(per_model * len(names), label="bench")
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": 8, "stuck_limit": 2,
-                "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None}  # fmt: skip
+                "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
+                "split": args.split, "variant": args.variant, "quick": args.quick}  # fmt: skip
     started = time.perf_counter()
     records: list[dict[str, Any]] = []
     results: dict[str, list[dict[str, Any]]] = {"required": [], "repeats": []}
-    for name in names:
-        brain = make_brain(args.backend, name, args.base_url)
-        for mode, schema, chosen in (("constrained", "per_tool", tasks), ("prose", "per_tool", tasks),
-                                     ("constrained", "flat", tool_tasks)):  # fmt: skip
-            for record in run_suite(brain, chosen, mode=mode, schema=schema, progress=progress):
-                records.append({"model": name, **record})
-        results["required"].append({"model": name, **required.measure(brain, tool_tasks)})
-        measured = repeats.measure(brain, looping)
-        for _ in range(2 * len(looping)):
-            progress.step("repeats")
-        results["repeats"].append({"model": name, **measured})
-        del brain
-        # written after every model, so a long run that is stopped keeps what it measured
-        done = names[: names.index(name) + 1]
-        seconds = round(time.perf_counter() - started, 1)
-        _write_all(args.out, done, tasks, records, results, settings, seconds)
+    with variants.VARIANTS[args.variant]():
+        for name in names:
+            brain = make_brain(args.backend, name, args.base_url)
+            plan = [("constrained", "per_tool", tasks)]
+            if extras:
+                plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
+            for mode, schema, chosen in plan:
+                records += [{"model": name, **r} for r in run_suite(brain, chosen, mode=mode, schema=schema,
+                                                                   progress=progress)]  # fmt: skip
+            if not args.no_raw:
+                records += [{"model": name, **r} for r in run_raw_suite(brain, tasks, progress=progress)]
+            if extras:
+                results["required"].append({"model": name, **required.measure(brain, ws_tool_tasks)})
+                results["repeats"].append({"model": name, **repeats.measure(brain, looping)})
+                for _ in range(2 * len(looping)):
+                    progress.step("repeats")
+            with contextlib.suppress(AttributeError):
+                brain.close()  # type: ignore[attr-defined]
+            del brain
+            for record in records:
+                record["split"] = halves[record["task"]]
+            # written after every model, so a long run that is stopped keeps what it measured
+            done = names[: names.index(name) + 1]
+            seconds = round(time.perf_counter() - started, 1)
+            _write_all(args.out, done, tasks, records, results, settings, seconds, extras)
     print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min")
 
 
-def _write_all(out: Path, names: list[str], tasks: list[Any], records: list[dict[str, Any]],
-               results: dict[str, list[dict[str, Any]]], settings: dict[str, Any], seconds: float) -> None:  # fmt: skip
+def _write_all(out: Path, names: list[str], tasks: list[AnyTask], records: list[dict[str, Any]],
+               results: dict[str, list[dict[str, Any]]], settings: dict[str, Any], seconds: float,
+               extras: bool) -> None:  # fmt: skip
     common = {"models": [model_info(n) for n in names], "settings": settings}
-    main_runs = [r for r in records if r["schema"] == "per_tool"]
+    main_runs = [r for r in records if r["schema"] in ("per_tool", "raw")]
     summaries = [
-        {"model": name, "mode": mode, **summarise([r for r in main_runs if r["model"] == name and r["mode"] == mode])}
-        for name in names for mode in ("constrained", "prose")
+        {"model": name, "split": split, "method": method,
+         **summarise([r for r in main_runs if r["model"] == name and r["mode"] == method
+                      and (split == "all" or r["split"] == split)])}
+        for name in names for split in ("tune", "test", "all") for method in ("constrained", "prose", "raw")
+        if any(r["model"] == name and r["mode"] == method and (split == "all" or r["split"] == split)
+               for r in main_runs)
     ]  # fmt: skip
+    halves = {t.name: next((r["split"] for r in records if r["task"] == t.name), "") for t in tasks}
     write("suite", {"benchmark": "suite", **common, "tasks": len(tasks), "seconds": seconds,
+                    "halves": halves, "kinds": {t.name: t.kind for t in tasks},
                     "summaries": summaries, "records": main_runs}, out)  # fmt: skip
-    constrained = [r for r in records if r["mode"] == "constrained" and r["kind"] in TOOL_KINDS]
-    schema_summaries = [
-        {"model": name, "schema": schema,
-         **summarise([r for r in constrained if r["model"] == name and r["schema"] == schema])}
-        for name in names for schema in ("per_tool", "flat")
-    ]  # fmt: skip
-    write("schemas", {"benchmark": "schemas", **common, "summaries": schema_summaries,
-                      "records": [r for r in constrained if r["schema"] == "flat"]}, out)  # fmt: skip
-    write("required", {"benchmark": "required", **common, "results": results["required"]}, out)
-    write("repeats", {"benchmark": "repeats", **common, "results": results["repeats"]}, out)
-    recorded = [text for r in records if r["mode"] == "prose" for text in r["prose_replies"]]
-    write("extraction", {"benchmark": "extraction", **common, **extraction.measure(recorded)}, out)
+    if extras:
+        constrained = [r for r in records if r["mode"] == "constrained" and r["kind"] in TOOL_KINDS
+                       and r["family"] == "workspace"]  # fmt: skip
+        schema_summaries = [
+            {"model": name, "schema": schema,
+             **summarise([r for r in constrained if r["model"] == name and r["schema"] == schema])}
+            for name in names for schema in ("per_tool", "flat")
+        ]  # fmt: skip
+        write("schemas", {"benchmark": "schemas", **common, "summaries": schema_summaries,
+                          "records": [r for r in constrained if r["schema"] == "flat"]}, out)  # fmt: skip
+        write("required", {"benchmark": "required", **common, "results": results["required"]}, out)
+        write("repeats", {"benchmark": "repeats", **common, "results": results["repeats"]}, out)
+        recorded = [text for r in records if r["mode"] == "prose" for text in r.get("prose_replies", [])]
+        write("extraction", {"benchmark": "extraction", **common, **extraction.measure(recorded)}, out)
     report.write(out)
 
 

@@ -30,17 +30,7 @@ def write(folder: Path) -> Path:
              "the date, the machine and each model's sha256.", ""]  # fmt: skip
     suite = _load(folder, "suite")
     if suite:
-        parts += [f"## Agent task suite ({suite['tasks']} tasks; full run took {suite['seconds'] / 60:.0f} min)", ""]
-        rows = [
-            [s["model"], s["mode"], f"{s['success_rate']:.0%}", s["mean_steps"], s["mean_tokens"], s["mean_seconds"],
-             f"{s['valid_step_rate']:.0%}", s["no_tool_tasks_that_called_a_tool"],
-             ", ".join(f"{k} {v}" for k, v in sorted(s["stops"].items()))]
-            for s in suite["summaries"]
-        ]  # fmt: skip
-        parts += [_table(["model", "mode", "success", "mean steps", "mean tokens", "s / task", "valid steps",
-                          "no-tool tasks with a tool call", "how runs ended"], rows), ""]  # fmt: skip
-        if _chart(folder, suite):
-            parts += ["![task success by model and mode](success.png)", ""]
+        parts += _suite(folder, suite)
     schemas = _load(folder, "schemas")
     if schemas:
         rows = [[s["model"], s["schema"], f"{s['success_rate']:.0%}", f"{s['wrong_tool_rate']:.1%}",
@@ -90,6 +80,67 @@ def write(folder: Path) -> Path:
     return out
 
 
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _suite(folder: Path, suite: dict[str, Any]) -> list[str]:
+    """The headline table (loop vs raw baseline, per half), the kinds, and how runs ended."""
+    settings = suite.get("settings", {})
+    title = f"## Task suite ({suite['tasks']} tasks; run took {suite['seconds'] / 60:.0f} min"
+    title += f"; variant {settings['variant']})" if settings.get("variant", "shipped") != "shipped" else ")"
+    parts = [title, "", "Loop = `run_agent`, constrained. Raw = the same model asked once, no loop, one constrained "
+             "call with every tool's JSON in the prompt (it cannot see a result, so it can only finish tasks that "
+             "need no tool). First call: the right tool and arguments at step 1 on function-calling tasks. "
+             "Abstention: no tool called on tasks where none fits or none is needed.", ""]
+    summaries = suite["summaries"]
+    models = list(dict.fromkeys(s["model"] for s in summaries))
+    for split in ("test", "tune"):
+        rows = []
+        for model in models:
+            mine = {s["method"]: s for s in summaries if s["model"] == model and s["split"] == split}
+            loop, raw = mine.get("constrained"), mine.get("raw")
+            if loop is None:
+                continue
+            rows.append([model, loop["tasks"], _pct(loop["success_rate"]), _pct(raw and raw["success_rate"]),
+                         _pct(loop["first_call_rate"]), _pct(raw and raw["first_call_rate"]),
+                         _pct(loop["abstention_rate"]), _pct(raw and raw["abstention_rate"]),
+                         loop["median_prompt_tokens"], loop["max_prompt_tokens"], loop["mean_steps"],
+                         loop["mean_seconds"]])  # fmt: skip
+        if rows:
+            parts += [f"### {split.capitalize()} half", "", _table(
+                ["model", "tasks", "loop success", "raw success", "loop first call", "raw first call",
+                 "loop abstention", "raw abstention", "prompt tokens (median)", "prompt tokens (max)",
+                 "mean steps", "s / task"], rows), ""]  # fmt: skip
+    parts += _kinds(summaries, models)
+    rows = [[s["model"], s["split"], s["method"], ", ".join(f"{k} {v}" for k, v in sorted(s["stops"].items())),
+             _pct(s["valid_step_rate"]), s["no_tool_tasks_that_called_a_tool"]]
+            for s in summaries if s["split"] != "all"]  # fmt: skip
+    parts += ["### How runs ended", "", _table(["model", "half", "method", "stops", "valid steps",
+                                                "abstention tasks with a tool call"], rows), ""]  # fmt: skip
+    if _chart(folder, suite):
+        parts += ["![task success by model, loop vs raw, test half](success.png)", ""]
+    return parts
+
+
+def _kinds(summaries: list[dict[str, Any]], models: list[str]) -> list[str]:
+    rows = []
+    for model in models:
+        mine = {s["method"]: s for s in summaries if s["model"] == model and s["split"] == "test"}
+        loop, raw = mine.get("constrained"), mine.get("raw") or {}
+        if loop is None:
+            continue
+        for kind, rate in loop["success_by_kind"].items():
+            first = loop["first_call_by_kind"].get(kind)
+            raw_first = raw.get("first_call_by_kind", {}).get(kind)
+            rows.append([model, kind, _pct(rate), _pct(raw.get("success_by_kind", {}).get(kind)), _pct(first),
+                         _pct(raw_first)])  # fmt: skip
+    if not rows:
+        return []
+    return ["### By kind (test half)", "", _table(["model", "kind", "loop success", "raw success",
+                                                   "loop first step right", "raw first step right"], rows), ""]
+
+
 def _chart(folder: Path, suite: dict[str, Any]) -> bool:
     try:
         import matplotlib
@@ -98,20 +149,20 @@ def _chart(folder: Path, suite: dict[str, Any]) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    summaries = suite["summaries"]
+    summaries = [s for s in suite["summaries"] if s["split"] == "test"]
     models = list(dict.fromkeys(s["model"] for s in summaries))
-    modes = list(dict.fromkeys(s["mode"] for s in summaries))
+    modes = list(dict.fromkeys(s["method"] for s in summaries))
     fig, ax = plt.subplots(figsize=(7, 3.5))
     width = 0.8 / len(modes)
     for i, mode in enumerate(modes):
         rates = [
-            next((s["success_rate"] for s in summaries if s["model"] == m and s["mode"] == mode), 0) for m in models
+            next((s["success_rate"] for s in summaries if s["model"] == m and s["method"] == mode), 0) for m in models
         ]
         ax.bar([x + i * width for x in range(len(models))], [r * 100 for r in rates], width, label=mode)
     ax.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(models))], models)
     ax.set_ylabel("tasks succeeded (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"Agent task suite ({suite['tasks']} tasks) by model and mode")
+    ax.set_title("Task suite, test half: success by model, loop vs raw baseline")
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "success.png", dpi=100)

@@ -1,35 +1,46 @@
-"""Run the agent task suite on a brain, one task at a time, and reduce the records to figures."""
+"""Run the task suite on a brain, through the loop and as a raw baseline, and reduce records to figures.
+
+Two families of tasks share one runner: workspace tasks (``benchmarks.tasks``: file tools over the
+fixture workspace) and function-calling tasks (``benchmarks.fc_tasks``: each with its own tools). A
+task's record says whether it succeeded end to end and, for function-calling tasks, whether the
+first step was the right call (name and arguments against the allowed values) or, where no tool
+fits, an answer.
+"""
 
 from __future__ import annotations
 
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
-from shapeloop import Brain, run_agent, workspace_tools
-from shapeloop.events import ReplyReceived, ReplyUnreadable, ToolCalled, ToolReturned
+from shapeloop import AgentRun, Brain, Tool, run_agent, workspace_tools
+from shapeloop.events import AnswerGiven, AnswerRejected, ReplyReceived, ReplyUnreadable, ToolCalled, ToolReturned
 
+AnyTask = Task | CallTask
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
+ABSTAIN_KINDS = ("no_tool", "irrelevant")  # tasks where any tool call is a failure
 
 
 class Progress:
     """A one-line progress bar on stderr: done of total, elapsed, and an estimate of what is left."""
 
     def __init__(self, total: int, label: str = "") -> None:
-        self.total, self.done, self.label = total, 0, label
+        self.total, self.done, self.label = max(total, 1), 0, label
         self.started = time.monotonic()
 
     def step(self, note: str = "") -> None:
         self.done += 1
         elapsed = time.monotonic() - self.started
-        left = elapsed / self.done * (self.total - self.done)
-        bar = "#" * int(24 * self.done / self.total)
+        left = elapsed / self.done * max(self.total - self.done, 0)
+        bar = "#" * min(24, int(24 * self.done / self.total))
         print(
             f"\r{self.label} [{bar:<24}] {self.done}/{self.total} {_clock(elapsed)} elapsed, ~{_clock(left)} left "
             f"{note[:30]:<30}",
@@ -43,44 +54,80 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
+def family(task: AnyTask) -> str:
+    return "functions" if isinstance(task, CallTask) else "workspace"
+
+
+def tools_for(task: AnyTask, root: Path) -> list[Tool]:
+    return list(task.tools) if isinstance(task, CallTask) else workspace_tools(root, write=task.write)
+
+
 def run_task(
-    brain: Brain, task: Task, *, mode: str, schema: str = "per_tool", max_steps: int = 8, stuck_limit: int = 2
+    brain: Brain, task: AnyTask, *, mode: str, schema: str = "per_tool", max_steps: int = 8, stuck_limit: int = 2
 ) -> dict[str, Any]:
-    """Run one task in a fresh copy of the workspace; return its record."""
+    """Run one task through the loop in a fresh copy of the workspace; return its record."""
     with tempfile.TemporaryDirectory(prefix="shapeloop-bench-") as tmp:
         root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
         started = time.perf_counter()
         run = run_agent(
-            brain, workspace_tools(root, write=task.write), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
+            brain, tools_for(task, root), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
             schema=schema, approve=lambda call: True, stuck_limit=stuck_limit,  # type: ignore[arg-type]
         )  # fmt: skip
         seconds = time.perf_counter() - started
-        answer = run.answer or ""
-        calls = [e for e in run.events if isinstance(e, ToolCalled)]
-        results = [e for e in run.events if isinstance(e, ToolReturned)]
-        replies = [e for e in run.events if isinstance(e, ReplyReceived)]
-        checked = task.check(answer, root)
+        checked = task.check(run.answer or "", root)
+    scored = _score(task, run, checked)
+    return {**describe(task), "mode": mode, "schema": schema, **scored, "seconds": round(seconds, 3)}
+
+
+def describe(task: AnyTask) -> dict[str, Any]:
+    return {"task": task.name, "kind": task.kind, "family": family(task)}
+
+
+def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
+    calls = [e for e in run.events if isinstance(e, ToolCalled)]
+    results = [e for e in run.events if isinstance(e, ToolReturned)]
+    replies = [e for e in run.events if isinstance(e, ReplyReceived)]
+    first_call = next((e.call for e in calls if e.step == 1), None)
+    answered_first = any(isinstance(e, (AnswerGiven, AnswerRejected)) and e.step == 1 for e in run.events)
     if task.kind == "write":
         success = checked
-    elif task.kind == "no_tool":
+    elif task.kind in ABSTAIN_KINDS:
         success = run.ok and checked and not calls
     else:
         success = run.ok and checked
+    first_ok, first_why = judge_first(task, first_call.tool if first_call else None,
+                                 dict(first_call.args) if first_call else None, answered_first)  # fmt: skip
     return {
-        "task": task.name, "kind": task.kind, "mode": mode, "schema": schema, "success": success,
-        "stop": run.stop.value, "reason": run.reason, "answer": answer, "steps": run.steps,
-        "tokens": run.usage.total_tokens if run.usage else None, "seconds": round(seconds, 3),
-        "tool_calls": len(calls), "replies": len(replies),
+        "success": success, "first_ok": first_ok, "first_why": first_why,
+        "first_step": "tool" if first_call else "answer" if answered_first else "none",
+        "stop": run.stop.value, "reason": run.reason, "answer": run.answer or "", "steps": run.steps,
+        "tokens": run.usage.total_tokens if run.usage else None,
+        "prompt_tokens": replies[0].usage.prompt_tokens if replies and replies[0].usage else None,
+        "tool_calls": len(calls), "calls": [str(e.call) for e in calls][:6], "replies": len(replies),
         "unreadable": sum(isinstance(e, ReplyUnreadable) for e in run.events),
         "wrong_tool": sum(r.text.startswith(WRONG_TOOL) for r in results),
         "bad_args": sum(r.text.startswith("ERROR: invalid arguments") for r in results),
         "final_mode": run.mode.value,
-        "prose_replies": [r.text for r in replies] if mode == "prose" else [],
+        "prose_replies": [r.text for r in replies] if run.mode.value == "prose" else [],
     }  # fmt: skip
 
 
+def judge_first(
+    task: AnyTask, tool: str | None, args: dict[str, Any] | None, answered: bool
+) -> tuple[bool | None, str]:
+    """Whether the first step was right: the expected call for a function-calling task, an answer where
+    no tool fits; None where the suite has no expectation for the first step."""
+    if isinstance(task, CallTask):
+        if tool is None and not answered:
+            return False, "the first reply was no step"
+        return first_call_ok(task, tool, args)
+    if task.kind == "no_tool":
+        return tool is None and answered, "" if tool is None else f"called {tool}"
+    return None, ""
+
+
 def run_suite(
-    brain: Brain, tasks: Sequence[Task], *, mode: str, schema: str = "per_tool", progress: Progress | None = None,
+    brain: Brain, tasks: Sequence[AnyTask], *, mode: str, schema: str = "per_tool", progress: Progress | None = None,
     stuck_limit: int = 2, max_steps: int = 8,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Every task once, in order."""
@@ -93,27 +140,45 @@ def run_suite(
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Success rate, means and how runs ended, over a list of task records."""
+    """Success rate, first-call and abstention rates, means and how runs ended, over task records."""
     n = len(records) or 1
-    replies = sum(r["replies"] for r in records) or 1
-    tokens = [r["tokens"] for r in records if r["tokens"] is not None]
-    no_tool = [r for r in records if r["kind"] == "no_tool"]
+    replies = sum(r.get("replies", 1) for r in records) or 1
+    tokens = [r["tokens"] for r in records if r.get("tokens") is not None]
+    prompts = [r["prompt_tokens"] for r in records if r.get("prompt_tokens") is not None]
+    firsts = [r for r in records if r["first_ok"] is not None and r["kind"] not in ABSTAIN_KINDS]
+    abstain = [r for r in records if r["kind"] in ABSTAIN_KINDS]
     return {
         "tasks": len(records),
-        "success_rate": round(sum(r["success"] for r in records) / n, 3),
-        "mean_steps": round(sum(r["steps"] for r in records) / n, 2),
+        "success_rate": _rate(sum(r["success"] for r in records), n),
+        "first_call_rate": _rate(sum(bool(r["first_ok"]) for r in firsts), len(firsts)),
+        "first_call_tasks": len(firsts),
+        "abstention_rate": _rate(sum(_abstained(r) for r in abstain), len(abstain)),
+        "abstention_tasks": len(abstain),
+        "mean_steps": round(sum(r.get("steps", 1) for r in records) / n, 2),
         "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
+        "median_prompt_tokens": statistics.median(prompts) if prompts else None,
+        "max_prompt_tokens": max(prompts) if prompts else None,
         "mean_seconds": round(sum(r["seconds"] for r in records) / n, 2),
-        "valid_step_rate": round(1 - sum(r["unreadable"] for r in records) / replies, 3),
-        "wrong_tool_rate": round(sum(r["wrong_tool"] for r in records) / replies, 3),
-        "bad_argument_rate": round(sum(r["bad_args"] for r in records) / replies, 3),
-        "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in no_tool),
+        "valid_step_rate": round(1 - sum(r.get("unreadable", 0) for r in records) / replies, 3),
+        "wrong_tool_rate": round(sum(r.get("wrong_tool", 0) for r in records) / replies, 3),
+        "bad_argument_rate": round(sum(r.get("bad_args", 0) for r in records) / replies, 3),
+        "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in abstain),
         "stops": dict(Counter(r["stop"] for r in records)),
-        "success_by_kind": {
-            kind: round(sum(r["success"] for r in records if r["kind"] == kind) / count, 3)
-            for kind, count in Counter(r["kind"] for r in records).items()
-        },
+        "success_by_kind": _by_kind(records, "success"),
+        "first_call_by_kind": _by_kind([r for r in records if r["first_ok"] is not None], "first_ok"),
     }
 
 
-BrainFactory = Callable[[str], Brain]
+def _abstained(record: dict[str, Any]) -> bool:
+    return record["first_step"] == "answer" and not record["tool_calls"]
+
+
+def _rate(hits: int, count: int) -> float | None:
+    return round(hits / count, 3) if count else None
+
+
+def _by_kind(records: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
+    return {
+        kind: round(sum(bool(r[key]) for r in records if r["kind"] == kind) / count, 3)
+        for kind, count in sorted(Counter(r["kind"] for r in records).items())
+    }

@@ -9,18 +9,43 @@ from pathlib import Path
 
 import pytest
 from benchmarks import extraction
-from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says
+from benchmarks.__main__ import all_tasks, choose, splits
+from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says, yes_no
 
 from helpers import need_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_suite_has_thirty_tasks_of_every_kind_and_a_quick_slice() -> None:
-    assert len(TASKS) >= 30 and len({t.name for t in TASKS}) == len(TASKS)
-    kinds = {t.kind for t in TASKS}
-    assert kinds == {"read", "find", "count", "compare", "follow", "write", "escape", "no_tool"}
+def test_the_suite_has_120_tasks_of_every_kind_and_a_quick_slice() -> None:
+    tasks = all_tasks()
+    assert len(tasks) >= 120 and len({t.name for t in tasks}) == len(tasks)
+    kinds = {t.kind for t in tasks}
+    assert kinds == {"read", "find", "count", "compare", "follow", "write", "escape", "no_tool",
+                     "call", "choose", "nested", "irrelevant", "multi"}  # fmt: skip
     assert set(QUICK) <= {t.name for t in TASKS}
+    assert {t.kind for t in choose(True, "all")} >= {"read", "call", "irrelevant", "multi"}
+
+
+def test_tune_and_test_halves_split_every_kind_evenly_and_do_not_overlap() -> None:
+    tasks = all_tasks()
+    halves = splits(tasks)
+    assert set(halves.values()) == {"tune", "test"}
+    tune, test = choose(False, "tune"), choose(False, "test")
+    assert not {t.name for t in tune} & {t.name for t in test} and len(tune) + len(test) == len(tasks)
+    for kind in {t.kind for t in tasks}:
+        counts = [sum(1 for t in half if t.kind == kind) for half in (tune, test)]
+        assert abs(counts[0] - counts[1]) <= 1, (kind, counts)
+
+
+def test_checkers_match_whole_words_and_whole_numbers_never_substrings() -> None:
+    no = yes_no("no")
+    assert not no("It is snowing in Oslo.", WORKSPACE)  # the old substring check passed this
+    assert not says("no")("It is snowing in Oslo.", WORKSPACE)
+    assert no("No, they name different cities.", WORKSPACE) and not no("Yes, no doubt.", WORKSPACE)
+    assert not number(23)("1234", WORKSPACE) and not number(3)("3.2.1", WORKSPACE) and number(10)("10.0", WORKSPACE)
+    assert not says("3.2")("Version 3.2.1", WORKSPACE) and says("3.2.1")("Version 3.2.1.", WORKSPACE)
+    assert says("ines")("Inés Alvarez", WORKSPACE) and not says("ines")("Ineson", WORKSPACE)
 
 
 def test_acceptors_accept_right_answers_and_refuse_wrong_ones() -> None:

@@ -173,4 +173,4 @@ def test_chat_keeps_the_conversation_across_tasks_in_a_real_terminal(root: Path,
         subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
     entries = [json.loads(line) for line in transcript.read_text().splitlines()]
     users = [e["content"] for e in entries if e.get("role") == "user"]
-    assert users[0] == "What colour is in colour.txt?" and users[-1] == "Are you sure?"
+    assert users[0] == "What colour is in colour.txt?" and users[-1] == "Next task: Are you sure?"

@@ -62,7 +62,8 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
     assert 'reply with action "answer"' in second[-1]["content"]
-    assert "lookup(key: string)" in second[0]["content"]
+    assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
+    assert second[-1]["content"].endswith("The task: What colour?")
 
 
 def test_every_sink_gets_every_event() -> None:
@@ -278,7 +279,7 @@ def test_history_continues_a_conversation() -> None:
     run_agent(brain, [], "Are you sure?", history=first.messages)
     roles = [m["role"] for m in brain.asked[0].messages]
     assert roles == ["system", "user", "assistant", "user"]
-    assert brain.asked[0].messages[-1]["content"] == "Are you sure?"
+    assert brain.asked[0].messages[-1]["content"] == "Next task: Are you sure?"
 
 
 def test_bad_arguments_are_caller_errors() -> None:

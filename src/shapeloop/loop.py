@@ -168,6 +168,7 @@ def run_agent(
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
+    task = escape_surrogates(task)
     if max_steps < 1 or stuck_limit < 1:
         raise ValueError("max_steps and stuck_limit must be at least 1")
     if max_seconds is not None and max_seconds < 0:
@@ -198,10 +199,12 @@ def run_agent(
         budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
+        task=task,
     )
+    earlier = [m for m in history or () if m["role"] != "system"]
     opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
-    opening += [m for m in history or () if m["role"] != "system"]
-    opening.append(Message(role="user", content=escape_surrogates(task)))
+    opening += earlier
+    opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     if transcript_path is not None:
         run.transcript = Transcript.streaming(transcript_path)
     return run.execute(opening, transcript_path)
@@ -220,6 +223,7 @@ class _Run:
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
+    task: str = ""
     native_called: bool = False
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
@@ -384,7 +388,7 @@ class _Run:
             )
         )
         self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=status.value))
+        self._say("user", prompts.tool_feedback(result, record, status=status.value, task=self.task))
         if record.repeats >= self.stuck_limit:
             same = record.repeats + 1
             detail = (

@@ -1,0 +1,69 @@
+"""Prompt and mechanism variants measured against the shipped loop on the tune half.
+
+Each variant is a context manager that changes the loop for the length of a benchmark run; the one
+chosen by measurement becomes the shipped behaviour, and the figures of every variant tried stay in
+``measurements/experiments/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+from shapeloop import loop, prompts, step
+
+
+@contextlib.contextmanager
+def shipped() -> Iterator[None]:
+    yield
+
+
+@contextlib.contextmanager
+def _patched(module: Any, **changes: object) -> Iterator[None]:
+    saved = {name: getattr(module, name) for name in changes}
+    for name, value in changes.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def _reordered(order: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
+    """``step_schema`` with the fields of every variant in ``order``."""
+
+    def schema(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        built = step.step_schema(*args, **kwargs)
+        for variant in built.get("anyOf", [built]):
+            variant["properties"] = {name: variant["properties"][name] for name in order}
+            variant["required"] = list(order)
+        return built
+
+    return schema
+
+
+_DECISION_FIRST = """Every reply is one JSON object with these five fields, in this order:
+  "action": "tool" to call a tool, or "answer" to finish
+  "reason": one short sentence: why
+  "tool": the name of the tool to call ("" when answering)
+  "args": the tool's arguments as an object ({} when answering)
+  "answer": your final answer to the task ("" when calling a tool)"""
+
+
+@contextlib.contextmanager
+def decision_first() -> Iterator[None]:
+    """The decision (tool or answer) asked before the reason."""
+    order = ("action", "reason", "tool", "args", "answer")
+    with _patched(loop, step_schema=_reordered(order)), _patched(prompts, _FORMAT=_DECISION_FIRST):
+        yield
+
+
+VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
+    "shipped": shipped,
+    "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
+    "no-example": lambda: _patched(prompts, _EXAMPLE=""),
+    "decision-first": decision_first,
+}
