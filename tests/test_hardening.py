@@ -289,3 +289,15 @@ def test_a_brain_that_returns_no_text_raises_naming_it() -> None:
 
 def test_a_tool_is_still_a_plain_tool() -> None:
     assert isinstance(lookup, Tool)
+
+
+def test_a_server_reply_nested_thousands_deep_is_a_backend_error() -> None:
+    import httpx
+
+    from shapeloop.backends.openai import OpenAIBrain
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="[" * 100_000)
+
+    run = run_agent(OpenAIBrain("m", transport=httpx.MockTransport(handler)), [], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "not readable JSON" in run.reason

@@ -88,6 +88,8 @@ class OllamaBrain:
             response = with_backoff(call, status_of=_status, attempts=self.retries, sleep=self._sleep)
         except self._ollama.ResponseError as exc:
             raise self._translate(exc, extra) from exc
+        except RecursionError as exc:  # the client parses a body nested thousands deep
+            raise BackendError("Ollama's reply is nested too deeply to read", backend="ollama") from exc
         except ConnectionError as exc:
             raise BackendUnavailable(
                 f"cannot reach Ollama at {self.client._client.base_url}: start it with `ollama serve` "

@@ -128,7 +128,12 @@ class OpenAIBrain:
             ) from exc
         if response.status_code >= 400:
             raise _HTTPStatus(response.status_code, response.text)
-        data: dict[str, Any] = response.json()
+        try:
+            data: dict[str, Any] = response.json()
+        except (ValueError, RecursionError) as exc:  # RecursionError: a body of thousands of "["
+            raise BackendError(
+                f"the server's reply is not readable JSON ({type(exc).__name__})", backend="openai"
+            ) from exc
         return data
 
     def _translate(self, exc: _HTTPStatus) -> BackendError:
