@@ -101,3 +101,17 @@ def test_text_that_is_not_utf8_reaches_neither_a_traceback_nor_broken_json(tmp_p
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == "listed \\ud800 ]0;owned\n"
     assert "\x1b]" not in shown.stderr
+
+
+def test_model_text_in_stop_reasons_reaches_the_terminal_without_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers import tool_step
+    from shapeloop.cli import main
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([tool_step("read_file", path="\x1b]0;owned\x07x.txt")] * 3))
+    assert main(["run", "t", "--root", str(tmp_path), "--script", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "shapeloop: stuck: read_file" in err and "owned" in err
+    assert "\x1b" not in err and "\x07" not in err

@@ -304,7 +304,7 @@ def _approver(choice: bool | None) -> Approver:
 
 def _ask_terminal(call: ToolCall) -> bool | str:
     try:
-        answer = input(f"Allow {call}? [y/N] ").strip().lower()
+        answer = input(f"Allow {printable(str(call))}? [y/N] ").strip().lower()
     except EOFError:
         answer = ""
     return True if answer in ("y", "yes") else "the user said no"
@@ -313,7 +313,7 @@ def _ask_terminal(call: ToolCall) -> bool | str:
 def _exit_status(run: AgentRun) -> int:
     if run.ok:
         return EXIT_OK
-    print(f"shapeloop: {run.stop.value}: {run.reason}", file=sys.stderr)
+    print(f"shapeloop: {run.stop.value}: {printable(run.reason)}", file=sys.stderr)
     return EXIT_INTERRUPTED if run.stop is StopReason.INTERRUPTED else EXIT_STOPPED
 
 
