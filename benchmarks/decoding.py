@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import median, model_info, write
-from shapeloop import Message, run_agent, step_schema, workspace_tools
+from shapeloop import Message, Request, run_agent, step_schema, workspace_tools
 from shapeloop.backends.llamacpp import LlamaCppBrain
 from shapeloop.events import ReplyReceived
 from shapeloop.prompts import system_prompt
@@ -54,9 +54,9 @@ def speed(brain: LlamaCppBrain, root: Path, repeats: int) -> dict[str, Any]:
             for name, engine in ENGINES:
                 brain.engine = engine or "auto"
                 step_json = None if engine is None else schema
-                brain.ask(messages, step_json)
+                brain.ask(Request(messages=messages, schema=step_json))
                 started = time.perf_counter()
-                reply = brain.ask(messages, step_json)
+                reply = brain.ask(Request(messages=messages, schema=step_json))
                 seconds = time.perf_counter() - started
                 tokens = reply.usage.completion_tokens if reply.usage else 0
                 rows.append({

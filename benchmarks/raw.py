@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, describe, judge_first, tools_for
 from benchmarks.tasks import WORKSPACE
-from shapeloop import Brain, Message, Tool
+from shapeloop import Brain, Message, Request, Tool
 
 PROMPT = """You can call these functions:
 {functions}
@@ -59,7 +59,7 @@ def run_raw(brain: Brain, task: AnyTask) -> dict[str, Any]:
         root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
         tools = tools_for(task, root)
         started = time.perf_counter()
-        reply = brain.ask(messages(tools, task.prompt), raw_schema(tools))
+        reply = brain.ask(Request(messages=messages(tools, task.prompt), schema=raw_schema(tools)))
         seconds = time.perf_counter() - started
         try:
             data = json.loads(reply.text)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.tasks import WORKSPACE, Task
-from shapeloop import Brain, Message, flat_schema, workspace_tools
+from shapeloop import Brain, Message, Request, flat_schema, workspace_tools
 from shapeloop.prompts import system_prompt
 
 
@@ -29,7 +29,7 @@ def measure(brain: Brain, tasks: Sequence[Task]) -> dict[str, Any]:
             Message(role="user", content=task.prompt),
         ]
         for name, schema in (("required", flat_schema()), ("optional", optional_schema())):
-            reply = brain.ask(messages, schema)
+            reply = brain.ask(Request(messages=messages, schema=schema))
             try:
                 step = json.loads(reply.text)
             except ValueError:

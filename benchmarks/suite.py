@@ -22,11 +22,22 @@ from typing import Any
 from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
 from shapeloop import AgentRun, Brain, Tool, run_agent, workspace_tools
-from shapeloop.events import AnswerGiven, AnswerRejected, ReplyReceived, ReplyUnreadable, ToolCalled, ToolReturned
+from shapeloop.events import (
+    AnswerGiven,
+    AnswerRejected,
+    Event,
+    ReplyReceived,
+    ReplyUnreadable,
+    ToolCalled,
+    ToolReturned,
+)
 
 AnyTask = Task | CallTask
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
 ABSTAIN_KINDS = ("no_tool", "irrelevant")  # tasks where any tool call is a failure
+# Words of the system prompt's worked example that no task's answer needs: an answer holding them was
+# copied from the prompt (qwen2.5-coder-0.5b once answered "It is snowing in Oslo." to most tasks).
+EXAMPLE_WORDS = ("apples", "2.40 eur")
 
 
 class Progress:
@@ -69,14 +80,22 @@ def run_task(
     with tempfile.TemporaryDirectory(prefix="shapeloop-bench-") as tmp:
         root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
         started = time.perf_counter()
+        gaps: list[float | None] = []
+
+        def note_gap(event: Event) -> None:
+            # the embedded backend measures, at each step's choice, how far the model leans to a tool
+            if isinstance(event, ReplyReceived):
+                gaps.append(getattr(brain, "last_stats", {}).get("decision_gap"))
+
         run = run_agent(
             brain, tools_for(task, root), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
-            schema=schema, approve=lambda call: True, stuck_limit=stuck_limit,  # type: ignore[arg-type]
+            schema=schema, approve=lambda call: True, stuck_limit=stuck_limit, on_event=note_gap,  # type: ignore[arg-type]
         )  # fmt: skip
         seconds = time.perf_counter() - started
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
-    return {**describe(task), "mode": mode, "schema": schema, **scored, "seconds": round(seconds, 3)}
+    return {**describe(task), "mode": mode, "schema": schema, **scored, "decision_gaps": gaps,
+            "seconds": round(seconds, 3)}  # fmt: skip
 
 
 def describe(task: AnyTask) -> dict[str, Any]:
@@ -108,6 +127,7 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
         "wrong_tool": sum(r.text.startswith(WRONG_TOOL) for r in results),
         "bad_args": sum(r.text.startswith("ERROR: invalid arguments") for r in results),
         "final_mode": run.mode.value,
+        "copied_example": any(word in (run.answer or "").lower() for word in EXAMPLE_WORDS),
         "prose_replies": [r.text for r in replies] if run.mode.value == "prose" else [],
     }  # fmt: skip
 
@@ -163,6 +183,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wrong_tool_rate": round(sum(r.get("wrong_tool", 0) for r in records) / replies, 3),
         "bad_argument_rate": round(sum(r.get("bad_args", 0) for r in records) / replies, 3),
         "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in abstain),
+        "answers_copied_from_the_prompt": sum(r.get("copied_example", False) for r in records),
         "stops": dict(Counter(r["stop"] for r in records)),
         "success_by_kind": _by_kind(records, "success"),
         "first_call_by_kind": _by_kind([r for r in records if r["first_ok"] is not None], "first_ok"),

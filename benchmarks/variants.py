@@ -61,9 +61,15 @@ def decision_first() -> Iterator[None]:
         yield
 
 
+_FIT_REASON = prompts._FORMAT.replace(
+    '"reason": one short sentence: what you do next and why',
+    '"reason": one short sentence: which tool does what the task asks, or that none does',
+)
+
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "shipped": shipped,
     "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
     "no-example": lambda: _patched(prompts, _EXAMPLE=""),
     "decision-first": decision_first,
+    "fit-reason": lambda: _patched(prompts, _FORMAT=_FIT_REASON),
 }

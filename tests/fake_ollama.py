@@ -34,7 +34,7 @@ class FakeOllama(ThreadingHTTPServer):
     """Records requests; answers like Ollama. Model names choose behaviours:
 
     ``missing`` is not pulled (404); ``busy`` answers 429 twice first; ``notools`` refuses tools;
-    ``inline-thinker`` writes ``<think>`` into its content.
+    ``inline-thinker`` writes ``<think>`` into its content; ``noformat`` refuses a ``format`` schema.
     """
 
     def __init__(self) -> None:
@@ -57,6 +57,8 @@ class FakeOllama(ThreadingHTTPServer):
             return 429, {"error": "server busy, please try again"}
         if model == "notools" and body.get("tools"):
             return 400, {"error": f"registry.ollama.ai/library/{model}:latest does not support tools"}
+        if model == "noformat" and isinstance(body.get("format"), dict):
+            return 500, {"error": "invalid format: the JSON schema could not be compiled to a grammar"}
         message: dict[str, Any] = {"role": "assistant", "content": ""}
         options = body.get("options") or {}
         if self.script:

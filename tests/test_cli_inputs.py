@@ -39,7 +39,7 @@ def cache(tmp_path: Path) -> Path:
         (["run", "t", "--root", "ROOT", "--transcript", "ROOT/no/t.jsonl"], ["cannot write a transcript"]),
         (["run", "t", "--root", "ROOT", "--transcript", "ROOT/link.jsonl"], ["it is a symlink"]),
         (["run", "t", "--root", "ROOT", "--model", "gpt-17"], ["unknown model 'gpt-17'"]),
-        (["run", "t", "--root", "ROOT", "--backend", "openai"], ["--backend openai needs --model"]),
+        (["run", "t", "--root", "ROOT", "--backend", "openai"], ["the openai backend needs a model (--model)"]),
         (["run", "t", "--root", "ROOT", "--max-steps", "many"], ["argument --max-steps: invalid int value"]),
         (["chat", "--root", "ROOT", "--max-steps", "0"], ["--max-steps must be 1 or more, not 0"]),
     ],

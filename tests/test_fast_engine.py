@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from helpers import need_model
 from shapeloop import Tool, run_agent, step_schema, tool, workspace_tools
+from shapeloop.brain import Request
 from shapeloop.events import ReplyReceived
 
 pytestmark = pytest.mark.live
@@ -73,7 +74,7 @@ def test_every_sampled_reply_is_valid_for_the_per_tool_schema(brain: Any, kind: 
     task = 'Write "quoted" text with a back\\slash, a tab\t, a newline\n and unicode: é, 日本, 🙂.'
     for seed in range(4):
         brain.seed = seed
-        reply = brain.ask(_messages(task), schema)
+        reply = brain.ask(Request(messages=_messages(task), schema=schema))
         assert reply.engine == "llguidance"
         assert reply.finish == "stop", reply.text
         jsonschema.validate(json.loads(reply.text), schema)
@@ -93,11 +94,11 @@ def test_the_grammar_admits_steps_as_json_dumps_writes_them(brain: Any, step: di
     schema = step_schema([WRITE])
     matcher = brain._fast.compile(schema) if brain._fast else None
     if matcher is None:
-        brain.ask(_messages("x"), schema)
+        brain.ask(Request(messages=_messages("x"), schema=schema))
         matcher = brain._fast.compile(schema)
     for ensure_ascii in (False, True):
         text = json.dumps(step, ensure_ascii=ensure_ascii)
-        tokens = brain.llm.tokenize(text.encode(), add_bos=False, special=False)
+        tokens = brain.llama.llm.tokenize(text.encode(), add_bos=False, special=False)
         assert matcher.validate_tokens(tokens) == len(tokens), text
         fresh = brain._fast.compile(schema)
         assert fresh.consume_tokens(tokens) and fresh.is_accepting()
@@ -113,5 +114,5 @@ def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) 
     assert run.ok and "teal" in (run.answer or "").lower(), run.reason
     assert {e.engine for e in run.events if isinstance(e, ReplyReceived)} == {"llguidance"}
     slow = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096, engine="llama.cpp")
-    reply = slow.ask([{"role": "user", "content": "hi"}], step_schema([]))
+    reply = slow.ask(Request(messages=[{"role": "user", "content": "hi"}], schema=step_schema([])))
     assert reply.engine == "llama.cpp-grammar"

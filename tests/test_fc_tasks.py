@@ -27,7 +27,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shapeloop import Tool
-from shapeloop.tools import Toolbox, ToolCall, ToolStatus
+from shapeloop.toolbox import Toolbox, ToolStatus
+from shapeloop.tools import ToolCall
 
 HERE = Path(".")
 WITH_FIRST = [t for t in CALL_TASKS if t.first is not None]

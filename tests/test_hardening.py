@@ -13,9 +13,11 @@ import pytest
 
 from helpers import answer_step, tool_step
 from shapeloop import (
+    BaseBrain,
     ConsoleSink,
     JsonlSink,
     Reply,
+    Request,
     ScriptedBrain,
     StopReason,
     Tool,
@@ -269,14 +271,14 @@ def test_deny_tools_fails_closed() -> None:
         run_agent(ScriptedBrain([]), [lookup], "t", allow_tools="lookup")
 
 
-class NumberBrain:
-    def ask(self, messages: object, schema: object) -> object:
-        return 42
+class NumberBrain(BaseBrain):
+    def ask(self, request: Request) -> Reply:
+        return 42  # type: ignore[return-value]
 
 
 def test_a_brain_that_returns_no_text_raises_naming_it() -> None:
     with pytest.raises(TypeError, match="brain NumberBrain returned int"):
-        run_agent(NumberBrain(), [], "t")  # type: ignore[arg-type]
+        run_agent(NumberBrain(), [], "t")
 
     def numbers(messages: object, schema: object) -> object:
         return None
@@ -300,4 +302,4 @@ def test_a_server_reply_nested_thousands_deep_is_a_backend_error() -> None:
         return httpx.Response(200, text="[" * 100_000)
 
     run = run_agent(OpenAIBrain("m", transport=httpx.MockTransport(handler)), [], "t")
-    assert run.stop is StopReason.BACKEND_ERROR and "not readable JSON" in run.reason
+    assert run.stop is StopReason.BACKEND_ERROR and "not a JSON object" in run.reason

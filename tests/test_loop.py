@@ -8,8 +8,10 @@ from shapeloop import (
     BackendError,
     ContextOverflow,
     Finish,
+    Message,
     Mode,
     Reply,
+    Request,
     ScriptedBrain,
     StopReason,
     ToolStatus,
@@ -18,13 +20,22 @@ from shapeloop import (
     step_schema,
     tool,
 )
-from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
+from shapeloop.errors import ToolFailure
+from shapeloop.events import AnswerRejected, ModeChanged, RepeatNoticed, ToolReturned
 
 
 @tool
 def lookup(key: str) -> str:
     """Look a key up."""
     return {"colour": "red", "size": "large"}.get(key, "unknown")
+
+
+@tool
+def strict_lookup(key: str) -> str:
+    """Look a key up; an unknown key is an error."""
+    if key != "colour":
+        raise ToolFailure(f"no such key {key!r} in the table")
+    return "red"
 
 
 def kinds(run: object) -> list[str]:
@@ -63,7 +74,6 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
     assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
-    assert second[-1]["content"].endswith("The task: What colour?")
 
 
 def test_every_sink_gets_every_event() -> None:
@@ -256,21 +266,37 @@ def test_max_steps_stop_names_the_limit() -> None:
     assert run.stop is StopReason.MAX_STEPS and run.steps == 3 and "max_steps=3" in run.reason
 
 
-def test_function_brain_sees_plain_dict_messages() -> None:
-    seen: list[list[dict[str, str]]] = []
+def test_a_scripted_function_receives_the_request_with_plain_dict_messages() -> None:
+    seen: list[Request] = []
 
-    def fn(messages: list[dict[str, str]]) -> str:
-        seen.append(messages)
-        return answer_step(f"{len(messages)} messages")
+    def fn(request: Request) -> str:
+        seen.append(request)
+        return answer_step(f"{len(request.messages)} messages")
 
     run = run_agent(ScriptedBrain(fn), [], "count")
     assert run.answer == "2 messages"
-    assert seen[0][1] == {"role": "user", "content": "count"}
+    assert seen[0].messages[1] == {"role": "user", "content": "count"}
+    assert seen[0].schema == step_schema([]) and seen[0].tools is None
 
 
-def test_a_plain_callable_is_a_brain() -> None:
-    run = run_agent(lambda messages, schema: answer_step("plain"), [], "t")
-    assert run.answer == "plain"
+def test_a_plain_callable_is_a_brain_and_gets_the_schema() -> None:
+    schemas: list[object] = []
+
+    def fn(messages: list[Message], schema: object) -> str:
+        schemas.append(schema)
+        return answer_step("plain")
+
+    run = run_agent(fn, [], "t")
+    assert run.answer == "plain" and schemas == [step_schema([])]
+
+
+def test_an_object_with_an_old_style_ask_is_refused_with_what_to_do() -> None:
+    class Old:
+        def ask(self, messages: object, schema: object) -> str:
+            return ""
+
+    with pytest.raises(TypeError, match=r"subclass shapeloop\.BaseBrain"):
+        run_agent(Old(), [], "t")
 
 
 def test_history_continues_a_conversation() -> None:
@@ -287,7 +313,7 @@ def test_bad_arguments_are_caller_errors() -> None:
         run_agent(ScriptedBrain([]), [], "  ")
     with pytest.raises(ValueError, match="max_steps"):
         run_agent(ScriptedBrain([]), [], "t", max_steps=0)
-    with pytest.raises(TypeError, match="ask"):
+    with pytest.raises(TypeError, match="a brain is"):
         run_agent(object(), [], "t")  # type: ignore[arg-type]
 
 
@@ -305,3 +331,46 @@ def test_run_to_dict_is_json() -> None:
     data = json.loads(json.dumps(run.to_dict()))
     assert data["stop"] == "answered" and data["usage"]["total_tokens"] == 5
     assert data["events"][-1]["kind"] == "stop"
+
+
+def _variant_tools(schema: object) -> set[str]:
+    assert isinstance(schema, dict)
+    return {v["properties"]["tool"]["const"] for v in schema.get("anyOf", [schema])} - {""}
+
+
+def test_after_a_repeated_call_the_next_step_may_not_call_that_tool_again() -> None:
+    other = tool(name="other")(lambda: "x")
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), tool_step("lookup", key="colour"), answer_step("red")])
+    run = run_agent(brain, [lookup, other], "What colour?")
+    assert run.answer == "red"
+    schemas = [_variant_tools(a.schema) for a in brain.asked]
+    assert schemas == [{"lookup", "other"}, {"lookup", "other"}, {"other"}]
+
+
+def test_an_answer_that_repeats_a_failed_calls_error_is_refused_and_fed_back() -> None:
+    brain = ScriptedBrain([
+        tool_step("strict_lookup", key="nope"),
+        answer_step("ERROR: no such key 'nope'"),
+        answer_step("The tool has no key nope (no such key), so I cannot say."),
+    ])  # fmt: skip
+    run = run_agent(brain, [strict_lookup], "What colour?")
+    assert run.steps == 3 and run.answer is not None and run.answer.startswith("The tool has no key")
+    assert "an error is not an answer" in brain.asked[2].messages[-1]["content"]
+    rejected = [e for e in run.events if isinstance(e, AnswerRejected)]
+    assert [e.objection for e in rejected] == ["the answer repeats a failed call's error"]
+
+
+def test_an_answer_quoting_a_failed_result_without_its_prefix_is_refused_too() -> None:
+    brain = ScriptedBrain([tool_step("strict_lookup", key="nope"), answer_step("no such key 'nope' in the table"),
+                           answer_step("I cannot find it.")])  # fmt: skip
+    assert run_agent(brain, [strict_lookup], "What colour?").answer == "I cannot find it."
+
+
+def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() -> None:
+    brain = ScriptedBrain([tool_step(""), answer_step("red")])
+    run = run_agent(brain, [lookup], "Colour?")
+    assert run.ok and kinds(run)[:3] == ["step", "reply", "unreadable"]
+    assert "tool_call" not in kinds(run)
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert 'the action is "tool" but "tool" names no tool (the tools are: lookup)' in feedback
+    assert "Result of" not in feedback

@@ -112,3 +112,13 @@ def test_a_pull_never_writes_through_a_planted_partial_symlink(tiny: CatalogueMo
     models.pull("tiny", fetch=fake_fetch(PIECES))
     assert victim.read_text() == "precious\n"
     assert models.cached_path("tiny").read_bytes() == b"".join(PIECES)
+def test_a_verified_file_is_not_hashed_again_until_it_changes(tiny: CatalogueModel) -> None:
+    path = models.pull("tiny", fetch=fake_fetch(PIECES))
+    lines: list[str] = []
+    models.resolve("tiny", progress=lines.append)
+    models.resolve("tiny", progress=lines.append)
+    assert lines == [], "the verified marker should spare a second sha256"
+    path.with_name(path.name + ".verified").unlink()
+    models.resolve("tiny", progress=lines.append)
+    models.resolve("tiny", progress=lines.append)
+    assert lines == ["checking the sha256 of tiny.gguf"]

@@ -12,12 +12,16 @@ import pytest
 
 from fake_ollama import FakeOllama, running
 from helpers import answer_step, tool_step
-from shapeloop import BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
+from shapeloop import BackendError, BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
 from shapeloop.backends.ollama import OllamaBrain
+from shapeloop.brain import Request
 from shapeloop.cli import main
 from shapeloop.testing import BrainConformance
 
 pytest.importorskip("ollama", reason="the ollama client is not installed: pip install '.[ollama]'")
+
+
+HI = Request(messages=[{"role": "user", "content": "x"}])
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +53,28 @@ class TestOllamaConformance(BrainConformance):
     def make_brain(self, *, max_tokens: int = 256) -> OllamaBrain:
         return OllamaBrain("qwen2.5-coder:0.5b", host=self.url, max_tokens=max_tokens)
 
+    def make_brain_on(self, transport: httpx.BaseTransport) -> OllamaBrain:
+        return OllamaBrain("m", host="http://ollama.test:11434", transport=transport, timeout=7)
+
+
+def test_a_refused_format_is_a_schema_refusal_and_the_run_goes_to_prose(server: FakeOllama) -> None:
+    brain = OllamaBrain("noformat", host=server.url)
+    with pytest.raises(SchemaRefused, match="Ollama refused the schema: invalid format"):
+        brain.ask(Request(messages=HI.messages, schema={"type": "object"}))
+    server.script = [{"content": "Here: " + answer_step("red")}]
+    run = run_agent(brain, [lookup], "Colour?")
+    assert run.ok and run.mode is Mode.PROSE and run.answer == "red"
+
+
+def test_a_server_error_on_a_prose_request_is_no_refusal(server: FakeOllama) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, json={"error": "invalid format string in the template"})
+
+    brain = OllamaBrain("m", host="http://ollama.test:11434", transport=httpx.MockTransport(handler))
+    with pytest.raises(BackendError, match="Ollama answered 500") as caught:
+        brain.ask(HI)
+    assert not isinstance(caught.value, SchemaRefused)
+
 
 def test_requests_carry_the_schema_num_ctx_and_no_streaming(server: FakeOllama) -> None:
     server.script = [{"content": tool_step("lookup", key="colour")}, {"content": answer_step("red")}]
@@ -63,23 +89,23 @@ def test_requests_carry_the_schema_num_ctx_and_no_streaming(server: FakeOllama) 
 
 def test_thinking_is_kept_apart_and_never_parsed_as_the_step(server: FakeOllama) -> None:
     server.script = [{"content": answer_step("red")}]
-    reply = OllamaBrain("m", host=server.url, think=True).ask([{"role": "user", "content": "x"}], None)
+    reply = OllamaBrain("m", host=server.url, think=True).ask(HI)
     assert reply.thinking == "Let me think about the weather." and reply.text == answer_step("red")
     assert server.requests[0]["think"] is True
     server.script = [{"content": answer_step("blue")}]
-    reply = OllamaBrain("inline-thinker", host=server.url).ask([{"role": "user", "content": "x"}], None)
+    reply = OllamaBrain("inline-thinker", host=server.url).ask(HI)
     assert reply.text == answer_step("blue") and reply.thinking == "<think>hmm, what shape?</think>"
 
 
 def test_length_limit_is_a_length_stop(server: FakeOllama) -> None:
-    reply = OllamaBrain("m", host=server.url, max_tokens=3).ask([{"role": "user", "content": "count"}], None)
+    reply = OllamaBrain("m", host=server.url, max_tokens=3).ask(HI)
     assert reply.finish is Finish.LENGTH and reply.text == "1 2 3"
 
 
 def test_busy_server_is_retried_with_exponential_backoff(server: FakeOllama) -> None:
     waits: list[float] = []
     brain = OllamaBrain("busy", host=server.url, sleep=waits.append)
-    reply = brain.ask([{"role": "user", "content": "x"}], None)
+    reply = brain.ask(HI)
     assert reply.text and waits == [0.5, 1.0] and len(server.requests) == 3
 
 
@@ -90,7 +116,7 @@ def test_busy_beyond_the_retries_is_a_backend_error(server: FakeOllama) -> None:
 
 def test_missing_model_says_how_to_pull_it(server: FakeOllama) -> None:
     with pytest.raises(BackendUnavailable, match="run `ollama pull missing`"):
-        OllamaBrain("missing", host=server.url).ask([{"role": "user", "content": "x"}], None)
+        OllamaBrain("missing", host=server.url).ask(HI)
 
 
 def test_refused_connection_says_to_start_ollama() -> None:
@@ -98,7 +124,7 @@ def test_refused_connection_says_to_start_ollama() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(BackendUnavailable, match="ollama serve"):
-        OllamaBrain("m", host=f"http://127.0.0.1:{port}").ask([{"role": "user", "content": "x"}], None)
+        OllamaBrain("m", host=f"http://127.0.0.1:{port}").ask(HI)
 
 
 def test_native_tools_and_a_model_without_them(server: FakeOllama) -> None:
@@ -106,7 +132,7 @@ def test_native_tools_and_a_model_without_them(server: FakeOllama) -> None:
     assert server.requests[0]["tools"][0]["function"]["name"] == "lookup"
     assert run.events[3].kind == "tool_call"
     with pytest.raises(SchemaRefused, match="does not support native tools"):
-        OllamaBrain("notools", host=server.url).ask_native([{"role": "user", "content": "x"}], [lookup.spec()])
+        OllamaBrain("notools", host=server.url).ask(Request(messages=HI.messages, tools=[lookup.spec()]))
     server.script = [{"content": tool_step("lookup", key="k")}, {"content": answer_step("red")}]
     run = run_agent(OllamaBrain("notools", host=server.url), [lookup], "Colour?", mode="native")
     assert run.ok and run.mode is Mode.CONSTRAINED
@@ -144,7 +170,7 @@ def test_cli_runs_on_the_ollama_backend(server: FakeOllama, tmp_path: Path, caps
     assert data["answer"] == "teal" and data["backend"] == "ollama" and data["model"] == "qwen2.5-coder:0.5b"
     assert server.requests[0]["model"] == "qwen2.5-coder:0.5b"
     assert main(args) == 2
-    assert "--backend ollama needs --model" in capsys.readouterr().err
+    assert "the ollama backend needs a model (--model)" in capsys.readouterr().err
     assert main([*args[:-1], "--model", "missing"]) == 1
     assert "ollama pull missing" in capsys.readouterr().err
 

@@ -15,7 +15,12 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # import name -> distribution name, where they differ
 DISTRIBUTION = {"llama_cpp": "llama-cpp-python", "json_repair": "json_repair"}
 # a module that may import (at module level) what one extra installs
-EXTRA_OF = {"backends/llamacpp.py": "local", "backends/_fast.py": "local", "testing.py": "testing"}
+EXTRA_OF = {
+    "backends/llamacpp.py": "local",
+    "backends/_llama.py": "local",
+    "backends/_fast.py": "local",
+    "testing.py": "testing",
+}
 
 
 def _names(requirements: list[str]) -> dict[str, str]:

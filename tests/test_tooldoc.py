@@ -113,13 +113,18 @@ def test_json_style_gives_each_tool_as_given() -> None:
     assert '"name": "shop.order"' in text and '"pattern": "^[A-Z]{3}-\\\\d+$"' in text and '"default": "EUR"' in text
 
 
-def test_the_system_prompt_carries_every_tools_documentation_and_no_example_answer() -> None:
+def test_the_system_prompt_carries_every_tools_documentation_and_an_answer_only_from_a_result() -> None:
     prompt = system_prompt([roots, ORDER], prose=False)
     assert outline(roots) in prompt and outline(ORDER) in prompt
-    assert "snowing" not in prompt and '"action": "answer", "tool": "", "args": {}, "answer": "' not in prompt
+    assert "snowing" not in prompt
+    # the example's answer states what its example result says, after that result
+    lines = prompt.splitlines()
+    result = next(i for i, line in enumerate(lines) if line.startswith("Result of get_price"))
+    answer = next(i for i, line in enumerate(lines) if '"action": "answer"' in line)
+    assert result < answer and "2.40 EUR" in lines[result] and "2.40 EUR" in lines[answer]
 
 
 def test_the_model_is_asked_with_the_documentation() -> None:
     brain = ScriptedBrain([answer_step("done")])
     run_agent(brain, [roots], "Roots of x^2 - 1?")
-    assert "default \"all\"" in brain.asked[0].messages[0]["content"]
+    assert 'default "all"' in brain.asked[0].messages[0]["content"]

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, Tool, ToolCall, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
-from shapeloop.tools import Toolbox, truncate
+from shapeloop.toolbox import Toolbox, truncate
 
 
 @tool

@@ -1,8 +1,23 @@
 """shapeloop: small local language models doing real work through tools."""
 
-from shapeloop.brain import Brain, Finish, Message, NativeBrain, Reply, ScriptedBrain, Usage
+from shapeloop.brain import (
+    BaseBrain,
+    Brain,
+    Capabilities,
+    Constraint,
+    Finish,
+    FunctionBrain,
+    Message,
+    Reply,
+    Request,
+    SchemaSupport,
+    ScriptedBrain,
+    Usage,
+)
+from shapeloop.doubles import TestBrain
 from shapeloop.errors import (
     BackendError,
+    BackendTimeout,
     BackendUnavailable,
     CatalogueError,
     ChecksumMismatch,
@@ -13,6 +28,7 @@ from shapeloop.errors import (
     ToolFailure,
     TranscriptError,
     UnknownModel,
+    UsageError,
 )
 from shapeloop.events import (
     AnswerGiven,
@@ -20,7 +36,6 @@ from shapeloop.events import (
     ConsoleSink,
     Event,
     JsonlSink,
-    Mode,
     ModeChanged,
     RepeatNoticed,
     ReplyCut,
@@ -28,17 +43,17 @@ from shapeloop.events import (
     ReplyUnreadable,
     RunStopped,
     StepBegan,
-    StopReason,
     ThoughtGiven,
     ToolCalled,
     ToolReturned,
-    Transcript,
 )
 from shapeloop.extract import Extraction, extract_step
-from shapeloop.loop import AgentRun, run_agent
+from shapeloop.loop import choose_mode, run_agent
 from shapeloop.router import RouterBrain
+from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.tools import Tool, ToolCall, ToolResult, ToolStatus, tool
+from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
+from shapeloop.tools import Tool, ToolCall, tool
 from shapeloop.workspace import Workspace, workspace_tools
 
 __version__ = "0.1.0"
@@ -47,35 +62,43 @@ __all__ = [
     "AgentRun",
     "AnswerGiven",
     "AnswerRejected",
+    "Approver",
     "BackendError",
+    "BackendTimeout",
     "BackendUnavailable",
+    "BaseBrain",
     "Brain",
+    "Capabilities",
     "CatalogueError",
     "ChecksumMismatch",
     "ConsoleSink",
+    "Constraint",
     "ContextOverflow",
     "Event",
     "Extraction",
     "Finish",
+    "FunctionBrain",
     "JsonlSink",
     "Message",
     "Mode",
     "ModeChanged",
-    "NativeBrain",
     "OutsideWorkspace",
     "RepeatNoticed",
     "Reply",
     "ReplyCut",
     "ReplyReceived",
     "ReplyUnreadable",
+    "Request",
     "RouterBrain",
     "RunStopped",
     "SchemaRefused",
+    "SchemaSupport",
     "ScriptedBrain",
     "ShapeloopError",
     "Step",
     "StepBegan",
     "StopReason",
+    "TestBrain",
     "ThoughtGiven",
     "Tool",
     "ToolCall",
@@ -84,12 +107,15 @@ __all__ = [
     "ToolResult",
     "ToolReturned",
     "ToolStatus",
+    "Toolbox",
     "Transcript",
     "TranscriptError",
     "UnknownModel",
     "Usage",
+    "UsageError",
     "Workspace",
     "__version__",
+    "choose_mode",
     "extract_step",
     "flat_schema",
     "run_agent",

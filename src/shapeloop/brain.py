@@ -1,16 +1,17 @@
-"""The one protocol a model backend implements, its reply and usage types, and the scripted brain.
+"""The one protocol a model backend implements, its request, reply and usage types, and the scripted brain.
 
-A brain answers one question: given the conversation so far and a JSON schema (or None for prose),
-what does the model say? Everything else (modes, retries of shape, repeats, tools) is the loop's.
+A brain answers one :class:`Request`: the conversation so far and what constrains the reply (a JSON
+schema, native tools, or nothing). It returns a :class:`Reply` that says which constraint it really
+applied, and it declares up front what it can do (:class:`Capabilities`), so the loop chooses a mode
+without probing. Everything else (modes, retries of shape, repeats, tools) is the loop's.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
 
 from shapeloop.errors import BackendError, SchemaRefused
 from shapeloop.text import escape_surrogates
@@ -33,6 +34,43 @@ class Finish(enum.StrEnum):
     """The model ended its turn."""
     LENGTH = "length"
     """The reply hit the token limit and was cut off."""
+
+
+class Constraint(enum.StrEnum):
+    """What constrained a reply."""
+
+    SCHEMA = "schema"
+    """The request's JSON schema, as given."""
+    FLAT = "flat"
+    """The five-field flat step schema, in place of the schema asked for."""
+    TOOLS = "tools"
+    """The backend's native tool-calling API."""
+    NONE = "none"
+    """Nothing: the reply is free text."""
+
+
+class SchemaSupport(enum.StrEnum):
+    """Which JSON schemas a backend can constrain a reply to."""
+
+    FULL = "full"
+    """Any JSON schema, the per-tool step schema included."""
+    FLAT = "flat"
+    """Only the flat five-field step (instructor's ``Step`` model)."""
+    NONE = "none"
+    """None: every reply is free text, read as prose."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a backend declares it can do; the loop chooses its mode from these.
+
+    Attributes:
+        schema: which schemas it constrains replies to.
+        native_tools: it takes tools through a native tool-calling API.
+    """
+
+    schema: SchemaSupport = SchemaSupport.FULL
+    native_tools: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,23 +104,67 @@ class Usage:
             cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
+    def to_dict(self) -> dict[str, int]:
+        """The counts as plain data, the total included (the one shape used everywhere)."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """One question to a brain.
+
+    Attributes:
+        messages: the conversation, oldest first.
+        schema: a JSON schema the reply must satisfy (constrained decoding), or None.
+        tools: tools offered through the backend's native API, in OpenAI's function format
+            (``{"type": "function", "function": ...}``), or None. A request has a schema or
+            tools, never both.
+        repeats: how many times this run has started repeating itself so far; a routing brain
+            escalates on it (the run's state travels in the request, so no brain keeps it).
+    """
+
+    messages: Sequence[Message]
+    schema: Mapping[str, Any] | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    repeats: int = 0
+
+    def __post_init__(self) -> None:
+        if self.schema is not None and self.tools is not None:
+            raise ValueError("a request constrains its reply by a schema or by native tools, not both")
+
+    @property
+    def constraint(self) -> Constraint:
+        """What the request asks to constrain the reply by."""
+        if self.tools is not None:
+            return Constraint.TOOLS
+        return Constraint.NONE if self.schema is None else Constraint.SCHEMA
+
 
 @dataclass(frozen=True, kw_only=True)
 class Reply:
-    """What a brain returns for one question.
+    """What a brain returns for one request.
 
     Attributes:
         text: the reply text, exactly as generated.
         usage: token counts, when the backend reports them.
         finish: why generation stopped.
+        applied: the constraint the backend really applied (``FLAT`` where it put the flat step
+            schema in place of the one asked for, ``NONE`` where it could not apply any); None
+            when the backend does not say (a plain function).
         engine: which decoding path ran, when the backend has several (e.g. ``"llguidance"``).
         thinking: a thinking model's reasoning, kept apart so it is never read as the step.
-        tool_calls: calls made through the backend's native tool API (native mode only).
+        tool_calls: calls made through the backend's native tool API.
     """
 
     text: str
     usage: Usage | None = None
     finish: Finish = Finish.STOP
+    applied: Constraint | None = None
     engine: str | None = None
     thinking: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -90,107 +172,102 @@ class Reply:
 
 @runtime_checkable
 class Brain(Protocol):
-    """Anything that can answer a conversation, optionally constrained to a JSON schema."""
+    """A model backend: it declares its capabilities, answers a request, and closes.
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Return the model's reply.
+    Subclass :class:`BaseBrain` to get ``close`` and the context manager for free; a plain
+    function ``fn(messages, schema) -> str | Reply`` is also accepted wherever a brain is.
+    """
 
-        Args:
-            messages: the conversation, oldest first.
-            schema: a JSON schema the reply must satisfy (constrained decoding), or None to let
-                the model answer in prose.
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend can do."""
+        ...
+
+    def ask(self, request: Request) -> Reply:
+        """Return the model's reply to ``request``.
 
         Raises:
-            SchemaRefused: the backend cannot constrain to ``schema``.
+            SchemaRefused: the backend cannot apply the request's constraint (the loop steps
+                down: native, then constrained, then prose).
             BackendError: no reply could be had.
         """
         ...
 
-
-@runtime_checkable
-class NativeBrain(Brain, Protocol):
-    """A brain whose backend also has a native tool-calling API (Ollama ``tools=``, OpenAI ``tools``)."""
-
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Return the reply, with any calls in ``Reply.tool_calls``.
-
-        Args:
-            messages: the conversation, oldest first.
-            tools: the tools in OpenAI's function format (``{"type": "function", "function": ...}``).
-
-        Raises:
-            SchemaRefused: the backend or model does not take native tools.
-            BackendError: no reply could be had.
-        """
+    def close(self) -> None:
+        """Release what the backend holds (connections, a loaded model)."""
         ...
 
 
-BrainFunction = Callable[[list[Message]], "str | Reply"]
+class BaseBrain:
+    """A base for backends: override :meth:`ask` and, where it differs, :attr:`capabilities`.
+
+    It closes nothing by default and works as a context manager (``with MyBrain() as brain:``).
+    """
+
+    capabilities: Capabilities = Capabilities()
+
+    def ask(self, request: Request) -> Reply:
+        """Return the model's reply to ``request``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement ask(request)")
+
+    def close(self) -> None:
+        """Release what the backend holds; nothing by default."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+BrainFunction = Callable[[Request], "str | Reply"]
 Scripted = str | Reply | BaseException
 
 
-@dataclass(frozen=True, kw_only=True)
-class Asked:
-    """One question a :class:`ScriptedBrain` was asked."""
-
-    messages: list[Message]
-    schema: Mapping[str, Any] | None
-    tools: Sequence[Mapping[str, Any]] | None = None
-
-
-class ScriptedBrain:
-    """A brain for tests: replays a list of replies, or calls a function of the messages.
+class ScriptedBrain(BaseBrain):
+    """A brain for tests: replays a list of replies, or calls a function of the request.
 
     ``ScriptedBrain(["...", "..."])`` returns the strings in order; an item may also be a
-    :class:`Reply` (to script usage or a length stop) or an exception to raise.
-    ``ScriptedBrain(fn)`` calls ``fn(messages)`` with the messages as a list of
-    ``{"role": ..., "content": ...}`` dicts and returns what it returns.
+    :class:`Reply` (to script usage, a length stop or native calls) or an exception to raise.
+    ``ScriptedBrain(fn)`` calls ``fn(request)`` and returns what it returns; the request's
+    messages are plain ``{"role": ..., "content": ...}`` dicts.
 
     Args:
         script: the replies, or the function.
-        refuse_schema: raise :class:`SchemaRefused` whenever a schema is passed, like a backend
-            that cannot constrain decoding.
-        native: take native tool calls (``ask_native``); script them as ``Reply(tool_calls=...)``.
-            Without it ``ask_native`` refuses, like a backend with no tool API.
+        capabilities: what the brain declares (by default: any schema, no native tools).
+        refuse_schema: raise :class:`SchemaRefused` whenever a schema is asked for, like a
+            backend whose server or model turns the schema down at run time.
 
     Attributes:
-        asked: every question asked so far, with its messages and schema.
+        asked: every request so far, with copies of its messages.
     """
 
     def __init__(
-        self, script: Iterable[Scripted] | BrainFunction, *, refuse_schema: bool = False, native: bool = False
+        self,
+        script: Iterable[Scripted] | BrainFunction,
+        *,
+        capabilities: Capabilities | None = None,
+        refuse_schema: bool = False,
     ) -> None:
         self._fn: BrainFunction | None = script if callable(script) else None
         self._replies: list[Scripted] = [] if callable(script) else list(script)
+        self.capabilities = capabilities or Capabilities()
         self.refuse_schema = refuse_schema
-        self.native = native
-        self.asked: list[Asked] = []
+        self.asked: list[Request] = []
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
+    def ask(self, request: Request) -> Reply:
         """Return the next scripted reply."""
-        copied = _copy(messages)
-        if schema is not None and self.refuse_schema:
+        request = replace(request, messages=copy_messages(request.messages))
+        if request.schema is not None and self.refuse_schema:
             raise SchemaRefused("this scripted brain refuses schemas", backend="scripted")
-        self.asked.append(Asked(messages=copied, schema=schema))
-        return self._reply(copied)
-
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Return the next scripted reply, as a backend with native tool calls would."""
-        copied = _copy(messages)
-        if not self.native:
-            raise SchemaRefused("this scripted brain has no native tool calls", backend="scripted")
-        self.asked.append(Asked(messages=copied, schema=None, tools=list(tools)))
-        return self._reply(copied)
-
-    def _reply(self, messages: list[Message]) -> Reply:
-        item = self._next(messages)
+        self.asked.append(request)
+        item = self._fn(request) if self._fn is not None else self._next()
         if isinstance(item, BaseException):
             raise item
-        return item if isinstance(item, Reply) else Reply(text=item)
+        reply = item if isinstance(item, Reply) else Reply(text=item)
+        return reply if reply.applied is not None else replace(reply, applied=request.constraint)
 
-    def _next(self, messages: list[Message]) -> Scripted:
-        if self._fn is not None:
-            return self._fn(messages)
+    def _next(self) -> Scripted:
         if not self._replies:
             raise BackendError(
                 f"the scripted brain ran out of replies after {len(self.asked) - 1}",
@@ -199,19 +276,24 @@ class ScriptedBrain:
         return self._replies.pop(0)
 
 
-def _copy(messages: Sequence[Message]) -> list[Message]:
-    """The messages as plain dicts, so a later change to the run's list cannot alter the record."""
+def copy_messages(messages: Sequence[Message]) -> list[Message]:
+    """The messages as plain dicts, so a later change to the run's list cannot alter a record."""
     return [Message(role=m["role"], content=m["content"]) for m in messages]
 
 
-class _CallableBrain:
-    """Adapts a plain function ``fn(messages, schema) -> str | Reply`` to :class:`Brain`."""
+class FunctionBrain(BaseBrain):
+    """A plain function ``fn(messages, schema) -> str | Reply`` as a :class:`Brain`.
+
+    It takes any schema and no native tools; its replies do not say what was applied, so the
+    loop checks that a constrained reply is a JSON object.
+    """
 
     def __init__(self, fn: Callable[[list[Message], Mapping[str, Any] | None], str | Reply]) -> None:
-        self._fn = fn
+        self.fn = fn
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        out = self._fn(list(messages), schema)
+    def ask(self, request: Request) -> Reply:
+        """Call the function with the messages and the schema."""
+        out = self.fn(copy_messages(request.messages), request.schema)
         return out if isinstance(out, Reply) else checked_reply(self, Reply(text=out))
 
 
@@ -225,18 +307,23 @@ def checked_reply(brain: object, reply: object) -> Reply:
             "its ask() must return Reply(text=...), or a plain function a str"
         )
     text = escape_surrogates(reply.text)
-    return reply if text is reply.text else dataclasses.replace(reply, text=text)
+    return reply if text is reply.text else replace(reply, text=text)
 
 
 def _name(brain: object) -> str:
-    inner = brain._fn if isinstance(brain, _CallableBrain) else brain
+    inner = brain.fn if isinstance(brain, FunctionBrain) else brain
     return getattr(inner, "__qualname__", None) or type(inner).__qualname__
 
 
-def as_brain(brain: Any) -> Brain:
-    """Return ``brain`` if it has ``ask``; wrap a plain ``fn(messages, schema)`` otherwise."""
+def as_brain(brain: Brain | Callable[..., Any]) -> Brain:
+    """Return ``brain`` if it is a :class:`Brain`; wrap a plain ``fn(messages, schema)`` otherwise."""
+    if isinstance(brain, Brain):
+        return brain
     if hasattr(brain, "ask"):
-        return brain  # type: ignore[no-any-return]
+        raise TypeError(
+            f"{type(brain).__name__} has ask() but is not a Brain: a brain declares capabilities, takes "
+            "ask(request) and has close(); subclass shapeloop.BaseBrain"
+        )
     if callable(brain):
-        return _CallableBrain(brain)
-    raise TypeError(f"a brain needs an ask(messages, schema) method or must be callable; got {type(brain).__name__}")
+        return FunctionBrain(brain)
+    raise TypeError(f"a brain is a shapeloop.Brain or a function fn(messages, schema); got {type(brain).__name__}")

@@ -8,17 +8,21 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shapeloop import __version__, models
+from shapeloop import __version__, backends, models
 from shapeloop.brain import Brain, Message, ScriptedBrain
-from shapeloop.errors import ShapeloopError, TranscriptError
-from shapeloop.events import ConsoleSink, StopReason, open_jsonl
-from shapeloop.loop import AgentRun, run_agent
+from shapeloop.errors import ShapeloopError, TranscriptError, UsageError
+from shapeloop.events import ConsoleSink
+from shapeloop.loop import run_agent
+from shapeloop.output import typed_answer
+from shapeloop.run import AgentRun, StopReason, open_jsonl
 from shapeloop.text import printable, to_json
-from shapeloop.tools import Approver, ToolCall
+from shapeloop.toolbox import Approver
+from shapeloop.tools import Tool, ToolCall
 from shapeloop.workspace import workspace_tools
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -60,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("task", help="what to do, in words")
     _agent_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object for the whole run (for scripts)")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE.json",
+        help="a JSON schema the answer must match; the answer is printed as JSON",
+    )
     run.set_defaults(command=_cmd_run)
 
     chat = commands.add_parser("chat", help="an interactive agent that keeps the conversation across tasks")
@@ -80,10 +89,11 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", required=True, help="the workspace folder the tools may read")
     parser.add_argument(
         "--backend",
-        choices=list(BACKENDS),
+        choices=backends.names(),
         default="llamacpp",
         help="llamacpp: in-process, the default; ollama: an Ollama server; openai: any OpenAI-compatible "
-        "server; instructor: instructor over an OpenAI-compatible server",
+        "server; instructor: instructor over an OpenAI-compatible server; or one an installed package "
+        f"registers ({backends.ENTRY_POINT_GROUP!r} entry points)",
     )
     parser.add_argument(
         "--model",
@@ -110,19 +120,21 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     if _refused(_problems(args, task=args.task)):
         return EXIT_USAGE
+    output_schema = _output_schema(args.output_schema)
     tools = workspace_tools(args.root, write=args.write)
-    brain = _load_brain(args)
     sink = None if args.json else ConsoleSink()
-    run = run_agent(
-        brain,
-        tools,
-        args.task,
-        max_steps=args.max_steps,
-        mode=args.mode,
-        approve=_approver(args.approve),
-        on_event=sink,
-        transcript_path=args.transcript,
-    )
+    with closing(_load_brain(args)) as brain:
+        run = run_agent(
+            brain,
+            tools,
+            args.task,
+            max_steps=args.max_steps,
+            mode=args.mode,
+            approve=_approver(args.approve),
+            on_event=sink,
+            transcript_path=args.transcript,
+            output_type=output_schema,
+        )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
         print(to_json({"backend": args.backend, "model": model, **run.to_dict()}))
@@ -131,11 +143,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _exit_status(run)
 
 
+def _output_schema(path: str | None) -> dict[str, Any] | None:
+    """The JSON schema in ``--output-schema FILE``, checked before any model is loaded."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read --output-schema {path}: {exc.strerror or exc}") from exc
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--output-schema {path} is not JSON: {exc}") from exc
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema {path} must hold a JSON schema (an object), not a {type(schema).__name__}")
+    try:
+        typed_answer(schema)
+    except ValueError as exc:
+        raise UsageError(f"--output-schema {path}: {' '.join(str(exc).split())}") from exc
+    return schema
+
+
 def _cmd_chat(args: argparse.Namespace) -> int:
     if _refused(_problems(args)):
         return EXIT_USAGE
     tools = workspace_tools(args.root, write=args.write)
-    brain = _load_brain(args)
+    with closing(_load_brain(args)) as brain:
+        return _chat(args, brain, tools)
+
+
+def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
     history: list[Message] = []
     model = args.model or models.DEFAULT_MODEL
     _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
@@ -190,6 +228,11 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
             problems.append(f"--script {args.script!r} is not a file")
     else:
         problems += _backend_problems(args)
+    if getattr(args, "output_schema", None) is not None:
+        try:
+            _output_schema(args.output_schema)
+        except UsageError as exc:
+            problems.append(str(exc))
     if args.transcript is not None:
         try:
             open_jsonl(args.transcript).close()
@@ -199,24 +242,22 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
 
 
 def _backend_problems(args: argparse.Namespace) -> list[str]:
-    """What the chosen backend lacks: its extra, or a model name it can use."""
-    needs = {
-        "llamacpp": ("llama_cpp", "local"),
-        "ollama": ("ollama", "ollama"),
-        "instructor": ("instructor", "instructor"),
-    }
+    """What a built-in backend lacks: its extra, a model it can use, or a base URL it cannot."""
+    if args.backend not in backends.BUILTIN:
+        return []  # a package's backend checks its own inputs when it is made
     problems = []
-    if args.backend in needs:
-        module, extra = needs[args.backend]
-        if importlib.util.find_spec(module) is None:
-            problems.append(
-                f"--backend {args.backend} needs the {extra!r} extra: pip install 'shapeloop[{extra}]'"
-                + (" (with the README's build flags)" if extra == "local" else "")
-            )
+    module, extra = _EXTRAS.get(args.backend, (None, None))
+    if module is not None and importlib.util.find_spec(module) is None:
+        problems.append(
+            f"--backend {args.backend} needs the {extra!r} extra: pip install 'shapeloop[{extra}]'"
+            + (" (with the README's build flags)" if extra == "local" else "")
+        )
     if args.backend != "llamacpp":
         if not args.model:
-            problems.append(f"--backend {args.backend} needs --model: the name of a model the server has")
+            problems.append(f"the {args.backend} backend needs a model (--model): the name of a model the server has")
         return problems
+    if args.base_url is not None:
+        problems.append("the llamacpp backend runs in this process and takes no base URL: drop --base-url")
     model = args.model or models.DEFAULT_MODEL
     if model not in models.CATALOGUE:
         try:
@@ -247,48 +288,7 @@ def _load_brain(args: argparse.Namespace) -> Brain:
         with open(args.script, encoding="utf-8") as handle:
             replies: list[Any] = json.load(handle)
         return ScriptedBrain([r if isinstance(r, str) else json.dumps(r) for r in replies])
-    if args.model is None and args.backend != "llamacpp":
-        raise UsageError(f"--backend {args.backend} needs --model: the name of a model the server has")
-    return BACKENDS[args.backend](args)
-
-
-def _llamacpp(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.llamacpp import LlamaCppBrain
-
-    model = args.model or models.DEFAULT_MODEL
-    if model in models.CATALOGUE and not models.is_pulled(model):
-        _say(f"model {model} is not pulled yet: pulling it now ({models.lookup(model).size / 1e6:.0f} MB, once)")
-    return LlamaCppBrain(model, n_ctx=args.ctx, pull=True, progress=_say)
-
-
-def _ollama(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.ollama import OllamaBrain
-
-    return OllamaBrain(args.model, host=args.base_url, num_ctx=args.ctx)
-
-
-def _openai(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.openai import OpenAIBrain
-
-    return OpenAIBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
-
-
-def _instructor(args: argparse.Namespace) -> Brain:
-    from shapeloop.backends.instructor import InstructorBrain
-
-    return InstructorBrain(args.model, base_url=args.base_url or "http://127.0.0.1:8000/v1")
-
-
-class UsageError(ShapeloopError):
-    """A combination of options that cannot work."""
-
-
-BACKENDS: dict[str, Callable[[argparse.Namespace], Brain]] = {
-    "llamacpp": _llamacpp,
-    "ollama": _ollama,
-    "openai": _openai,
-    "instructor": _instructor,
-}
+    return backends.create(args.backend, args.model, base_url=args.base_url, context=args.ctx, progress=_say)
 
 
 def _approver(choice: bool | None) -> Approver:

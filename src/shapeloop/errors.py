@@ -7,7 +7,9 @@ text the model reads on its next step. These are the caller's and the machine's 
     ├── BackendError            a backend could not produce a reply
     │   ├── SchemaRefused       the backend will not constrain to this schema (the run goes to prose)
     │   ├── ContextOverflow     the prompt does not fit the model's context window
-    │   └── BackendUnavailable  the server or model cannot be reached (says how to fix it)
+    │   ├── BackendUnavailable  the server or model cannot be reached (says how to fix it)
+    │   └── BackendTimeout      the server took longer than the timeout to answer
+    ├── UsageError              options or arguments that cannot work together (says which)
     ├── ToolFailure             raised inside a tool; the loop turns it into ``ERROR: ...``
     │   └── OutsideWorkspace    a path that would leave the workspace
     ├── TimedOut                a tool or model call ran past its time limit (the loop turns it into feedback or a stop)
@@ -64,6 +66,14 @@ class ContextOverflow(BackendError):
 
 class BackendUnavailable(BackendError):
     """The server or the model cannot be reached; the message says what to run."""
+
+
+class UsageError(ShapeloopError):
+    """A combination of options or arguments that cannot work; the message says which to change."""
+
+
+class BackendTimeout(BackendError):
+    """The backend did not answer within its timeout; the message names the timeout."""
 
 
 class ToolFailure(ShapeloopError):

@@ -1,4 +1,4 @@
-"""Frozen event records, the run's transcript, and the sinks that show them.
+"""Frozen event records and the sinks that show them.
 
 The loop emits one event for each thing that happens, to every sink, in order. For a run that calls
 a tool and then answers, the events are::
@@ -9,42 +9,17 @@ a tool and then answers, the events are::
 from __future__ import annotations
 
 import enum
-import errno
 import os
-import stat
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import IO, Any, ClassVar
 
-from shapeloop.brain import Finish, Message, Usage
-from shapeloop.errors import TranscriptError
+from shapeloop.brain import Finish, Usage
+from shapeloop.run import Mode, StopReason, open_jsonl
 from shapeloop.text import printable, to_json
-from shapeloop.tools import ToolCall, ToolStatus
-
-
-class Mode(enum.StrEnum):
-    """How the run asked the model for steps."""
-
-    CONSTRAINED = "constrained"
-    """The step schema was enforced by the backend (a grammar or ``format``)."""
-    PROSE = "prose"
-    """The backend refused the schema; the step was read out of a prose reply."""
-    NATIVE = "native"
-    """The backend's own tool-calling API carried the calls."""
-
-
-class StopReason(enum.StrEnum):
-    """Why a run ended."""
-
-    ANSWERED = "answered"
-    MAX_STEPS = "max_steps"
-    STUCK = "stuck"
-    BARREN = "barren"
-    BACKEND_ERROR = "backend_error"
-    BUDGET = "budget"
-    INTERRUPTED = "interrupted"
+from shapeloop.toolbox import ToolStatus
+from shapeloop.tools import ToolCall
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,110 +153,13 @@ class RunStopped(Event):
 Sink = Callable[[Event], None]
 
 
-@dataclass(kw_only=True)
-class Transcript:
-    """Every message and event of a run, in order; writable as JSON Lines.
-
-    A run given ``transcript_path`` streams it: each entry is appended to the file and flushed as
-    it happens, so a crash or ``kill -9`` loses at most the entry being written.
-    """
-
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    _file: IO[str] | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def streaming(cls, path: str | os.PathLike[str]) -> Transcript:
-        """An empty transcript that appends each entry to ``path`` (checked now: see :func:`open_jsonl`)."""
-        return cls(_file=open_jsonl(path))
-
-    def add_message(self, message: Message) -> None:
-        """Record a message of the conversation."""
-        self.add({"type": "message", "role": message["role"], "content": message["content"]})
-
-    def add_event(self, event: Event) -> None:
-        """Record an event."""
-        self.add({"type": "event", **event.to_dict()})
-
-    def add(self, entry: dict[str, Any]) -> None:
-        """Record an entry (and write it through, when streaming)."""
-        self.entries.append(entry)
-        if self._file is not None:
-            self._file.write(to_json(entry) + "\n")
-            self._file.flush()
-
-    def close(self) -> None:
-        """Stop streaming and close the file."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    @property
-    def messages(self) -> list[Message]:
-        """The conversation, as sent to the model."""
-        return [Message(role=e["role"], content=e["content"]) for e in self.entries if e["type"] == "message"]
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """The events, as plain data."""
-        return [e for e in self.entries if e["type"] == "event"]
-
-    def to_jsonl(self) -> str:
-        """One JSON object per line."""
-        return "".join(to_json(e) + "\n" for e in self.entries)
-
-    def write(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript as JSON Lines, replacing ``path`` atomically (a reader never sees
-        half a file); the temporary file is made with ``mkstemp`` beside it."""
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(self.to_jsonl())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.entries)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-
-def open_jsonl(path: str | os.PathLike[str]) -> IO[str]:
-    """Open ``path`` to append JSON Lines to, creating it; refuse a symlink, a folder, or anything
-    that is not a regular file, with a message saying what to pass instead.
-
-    Raises:
-        TranscriptError: the path cannot be written.
-    """
-    shown = os.fspath(path)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        why = {errno.ELOOP: "it is a symlink", errno.EISDIR: "it is a directory"}.get(exc.errno or 0, exc.strerror)
-        raise TranscriptError(
-            f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
-        ) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
-    return os.fdopen(fd, "a", encoding="utf-8")
-
-
 def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, ToolCall):
         return {"tool": value.tool, "args": dict(value.args)}
     if isinstance(value, Usage):
-        return {
-            "prompt_tokens": value.prompt_tokens,
-            "completion_tokens": value.completion_tokens,
-            "cached_tokens": value.cached_tokens,
-        }
+        return value.to_dict()
     return value
 
 
@@ -367,4 +245,5 @@ _STATUS_COLOR = {
     ToolStatus.ERROR: "31",
     ToolStatus.DENIED: "31",
     ToolStatus.REPEAT: "35",
+    ToolStatus.CANCELLED: "31",
 }

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shapeloop.step import FIELDS, Step
+from shapeloop.step import BATCH_FIELDS, FIELDS, Batch, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
@@ -31,7 +31,8 @@ _THINK_BLOCKS = tuple(
 )
 _SPACE = re.compile(r"\s*")
 # An object that may be a step: its first key is one of the step's fields (extra keys are refused).
-_OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(FIELDS) + ')"')
+_SHAPES = (frozenset(FIELDS), frozenset(BATCH_FIELDS))  # a step's keys, or a batch's
+_OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(_SHAPES[0] | _SHAPES[1])) + ')"')
 _DECODER = json.JSONDecoder(strict=False)
 _WINDOW = 256  # characters decoded at first from a candidate; grown fourfold while cut short
 _VALIDATION_COST = 256  # what a full validation is charged, in characters of budget
@@ -42,7 +43,7 @@ class Extraction:
     """What :func:`extract_step` found, and how.
 
     Attributes:
-        step: the step, or None when the reply holds none.
+        step: the step (a :class:`Batch` for several calls at once), or None when the reply holds none.
         objects: how many places the scan found where a step may begin (an opening brace and
             one of the step's keys), outside ``<think>`` blocks.
         chosen: index of the winning object among those, in the order they begin; None when the
@@ -52,7 +53,7 @@ class Extraction:
         error: why no step was found, or why the most recent object was not a step.
     """
 
-    step: Step | None
+    step: Step | Batch | None
     objects: int = 0
     chosen: int | None = None
     whole: bool = False
@@ -83,7 +84,7 @@ def extract_step(text: str) -> Extraction:
     stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
     for candidate in (text.strip(), _unwrap(text, regions)):
         whole = _as_step(candidate)
-        if isinstance(whole, Step):
+        if not isinstance(whole, str):
             return Extraction(step=whole, whole=True, stripped=stripped)
     starts = [match.start() for match in _OPENING.finditer(text)]
     if regions:
@@ -172,9 +173,9 @@ def _last_step(text: str, starts: list[int], stripped: tuple[str, ...]) -> Extra
         value, cost = _decode_at(text, starts[index])
         budget -= cost
         result = value if isinstance(value, str) else _step_of(value, explain=error is None)
-        if isinstance(result, Step):
+        if not isinstance(result, str):
             return Extraction(step=result, objects=len(starts), chosen=index, stripped=stripped)
-        if isinstance(value, dict) and value.keys() == set(FIELDS):
+        if isinstance(value, dict) and value.keys() in _SHAPES:
             budget -= _VALIDATION_COST
         error = error or result
     return Extraction(step=None, objects=len(starts), stripped=stripped, error=error)
@@ -203,7 +204,7 @@ def _decode_at(text: str, start: int) -> tuple[Any, int]:
         size *= 4
 
 
-def _as_step(candidate: str) -> Step | str:
+def _as_step(candidate: str) -> Step | Batch | str:
     """The candidate as a step, or a short reason why it is not one."""
     if not candidate.startswith("{"):
         return "the reply is not a JSON object"
@@ -214,15 +215,15 @@ def _as_step(candidate: str) -> Step | str:
     return _step_of(data, explain=True)
 
 
-def _step_of(data: Any, *, explain: bool) -> Step | str:
+def _step_of(data: Any, *, explain: bool) -> Step | Batch | str:
     """``data`` as a step, or why not: pydantic's account when ``explain``, else a short one
     (a full validation error costs far more than a glance at the keys)."""
     if not isinstance(data, dict):
         return "the JSON is not an object"
-    if not explain and data.keys() != set(FIELDS):
+    if not explain and data.keys() not in _SHAPES:
         return "not a valid step: its keys are not the step's fields"
     try:
-        return Step.model_validate(data)
+        return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)
     except ValidationError as exc:
         return "not a valid step: " + "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors()

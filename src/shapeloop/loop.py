@@ -5,18 +5,29 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shapeloop import prompts
-from shapeloop.brain import Brain, Finish, Message, Reply, Usage, as_brain, checked_reply
+from shapeloop.brain import (
+    Brain,
+    Capabilities,
+    Constraint,
+    Finish,
+    Message,
+    Reply,
+    Request,
+    SchemaSupport,
+    Usage,
+    as_brain,
+    checked_reply,
+)
 from shapeloop.errors import BackendError, SchemaRefused, TimedOut
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
     Event,
-    Mode,
     ModeChanged,
     RepeatNoticed,
     ReplyCut,
@@ -25,74 +36,35 @@ from shapeloop.events import (
     RunStopped,
     Sink,
     StepBegan,
-    StopReason,
     ThoughtGiven,
     ToolCalled,
     ToolReturned,
-    Transcript,
 )
 from shapeloop.extract import extract_step
-from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
-from shapeloop.step import Step, flat_schema, step_schema
+from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
+from shapeloop.output import TypedAnswer, typed_answer
+from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
+from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema
 from shapeloop.text import escape_surrogates
-from shapeloop.tools import Approver, Tool, Toolbox, ToolCall, ToolStatus, call_within
+from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
+from shapeloop.tools import Tool, ToolCall
 
-Acceptor = Callable[[str], "bool | str"]
 
+def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
+    """The mode a run starts in: the one wanted, or the nearest below it that the brain declares.
 
-@dataclass(frozen=True, kw_only=True)
-class AgentRun:
-    """How a run went.
-
-    Attributes:
-        stop: why it ended; only ``answered`` carries an accepted answer.
-        reason: a sentence a person can read, naming the facts (the call, the count, the limit).
-        answer: the accepted answer, or None.
-        steps: how many steps were asked of the model (a switch to prose mode costs none).
-        mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
-        usage: token totals, when the backend reported them.
-        transcript: every message and event, in order.
-        events: the events, as emitted.
+    Returns the mode and, when it is not the one wanted, the reason (else an empty string).
     """
+    mode, reason = wanted, ""
+    if mode is Mode.NATIVE and not capabilities.native_tools:
+        mode, reason = Mode.CONSTRAINED, "the backend has no native tool calls"
+    if mode is Mode.CONSTRAINED and capabilities.schema is SchemaSupport.NONE:
+        mode, reason = Mode.PROSE, "the backend cannot constrain a reply to a schema"
+    return mode, reason
 
-    stop: StopReason
-    reason: str
-    answer: str | None
-    steps: int
-    mode: Mode
-    usage: Usage | None
-    transcript: Transcript
-    events: tuple[Event, ...] = field(default=(), repr=False)
 
-    @property
-    def ok(self) -> bool:
-        """The run ended with an accepted answer."""
-        return self.stop is StopReason.ANSWERED
-
-    @property
-    def messages(self) -> list[Message]:
-        """The whole conversation, to continue it in another run (``history=``)."""
-        return self.transcript.messages
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run as plain data (for ``--json``)."""
-        usage = None
-        if self.usage is not None:
-            usage = {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "cached_tokens": self.usage.cached_tokens,
-                "total_tokens": self.usage.total_tokens,
-            }
-        return {
-            "stop": self.stop.value,
-            "reason": self.reason,
-            "answer": self.answer,
-            "steps": self.steps,
-            "mode": self.mode.value,
-            "usage": usage,
-            "events": [e.to_dict() for e in self.events],
-        }
+def _step_down(mode: Mode) -> Mode:
+    return Mode.CONSTRAINED if mode is Mode.NATIVE else Mode.PROSE
 
 
 def _is_json_object(text: str) -> bool:
@@ -110,7 +82,7 @@ def run_agent(
     max_steps: int = 12,
     max_result_chars: int = 4000,
     stuck_limit: int = 2,
-    accept_answer: Acceptor | None = None,
+    accept_answer: Callable[[OutputT], bool | str] | None = None,
     approve: Approver | None = None,
     on_event: Sink | Sequence[Sink] | None = None,
     system: str | None = None,
@@ -124,21 +96,23 @@ def run_agent(
     history: Sequence[Message] | None = None,
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
+    output_type: type[OutputT] | Mapping[str, Any] | None = None,
+    batch: bool = False,
     tool_timeout: float | None = 60.0,
-) -> AgentRun:
+) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
     Args:
-        brain: the model: anything with ``ask(messages, schema) -> Reply``, or a plain function
-            ``fn(messages, schema) -> str``.
+        brain: the model: a :class:`~shapeloop.Brain` (capabilities, ``ask(request) -> Reply``,
+            ``close()``), or a plain function ``fn(messages, schema) -> str``.
         tools: the tools the model may call.
         task: what the user asks.
         max_steps: steps before the run stops as ``max_steps``.
         max_result_chars: tool results longer than this are cut, with a marker.
         stuck_limit: repeats of one identical call (or barren reply) that stop the run.
-        accept_answer: ``accept_answer(text)`` returns True, or an objection that is put to the
+        accept_answer: ``accept_answer(answer)`` returns True, or an objection that is put to the
             model (it costs a step). Only the caller can tell a finished task from a model that
-            gave up.
+            gave up. It receives the text, or the validated object when ``output_type`` is given.
         approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
             False / a reason for refusing. Without it such tools are denied.
         on_event: a sink, or several, called with every event as it happens.
@@ -149,19 +123,28 @@ def run_agent(
         max_seconds: stop as ``budget`` once this much wall time has passed, also in the middle
             of a model or tool call (the call is abandoned: its thread cannot be killed, so it
             runs on in the background and its result is dropped).
-        mode: ``constrained`` (the default; falls back to prose if the backend refuses or
-            ignores the schema), ``prose`` from the start, or ``native`` (the backend's own tool
-            calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
+        mode: ``constrained`` (the default; falls back to prose if the backend declares no
+            schema support, refuses the schema or ignores it), ``prose`` from the start, or
+            ``native`` (the backend's own tool calls; falls back to constrained, then prose).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; with
+            ``output_type`` or ``batch``, every tool's arguments opened to any object); a brain
+            that declares flat schemas only gets the flat one.
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
-            stops the run (a routing brain's ``notice_repeat`` is called too), so a router can
-            escalate.
+            stops the run (the count also goes to the brain in ``Request.repeats``, so a router
+            can escalate).
         transcript_path: append the transcript here as JSON Lines, each entry flushed as it
             happens (so an exception, Ctrl-C or ``kill -9`` loses at most the entry in flight).
             The path is checked before the model is asked anything: a folder, a symlink or a
             missing folder raises :class:`~shapeloop.errors.TranscriptError`.
+        output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
+            schema (a dict). The answer variant of the step schema is then that schema; an answer
+            that does not validate goes back to the model with the validator's messages (it costs a
+            step). ``run.output`` holds the object, ``run.answer`` its JSON.
+        batch: let the model make several independent calls in one step
+            (``{"action": "calls", "calls": [...]}``); they run concurrently, except calls whose
+            tools share a ``lock_key``, and their results come back together, in the model's order.
         tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``
             and the run goes on; None for no limit. The tool's thread cannot be killed: it runs
             on in the background and its result is dropped.
@@ -182,15 +165,27 @@ def run_agent(
         timeout=tool_timeout,
     )
     offered = list(toolbox.tools.values())
-    if schema == "flat":
-        step_json = flat_schema(max_reason_chars=max_reason_chars)
-    else:
-        step_json = step_schema(offered, max_reason_chars=max_reason_chars)
+    brain = as_brain(brain)
+    flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
+    typed = None if output_type is None else typed_answer(output_type)
+    answer_schema = None if typed is None else typed.schema
+
+    def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
+        kept = [t for t in offered if t.name not in excluded]
+        full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
+        if not flat:
+            return full
+        # flat: every tool's arguments opened; a typed answer and the batch keep their shape
+        return (
+            flat_schema(max_reason_chars=max_reason_chars) if typed is None and not batch else fallback_schemas(full)[0]
+        )
+
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
-        brain=as_brain(brain),
+        brain=brain,
         toolbox=toolbox,
-        schema=step_json,
+        schema=schema_without(frozenset()),
+        schema_without=schema_without,
         mode=Mode(mode),
         max_steps=max_steps,
         stuck_limit=stuck_limit,
@@ -200,9 +195,12 @@ def run_agent(
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
         task=task,
+        typed=typed,
+        batch=batch,
     )
+    prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
     earlier = [m for m in history or () if m["role"] != "system"]
-    opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
+    opening = [Message(role="system", content=prompt)]
     opening += earlier
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     if transcript_path is not None:
@@ -215,16 +213,24 @@ class _Run:
     brain: Brain
     toolbox: Toolbox
     schema: dict[str, Any]
+    schema_without: Callable[[frozenset[str]], dict[str, Any]]
     mode: Mode
     max_steps: int
     stuck_limit: int
-    accept: Acceptor | None
+    accept: Callable[[Any], bool | str] | None
     sinks: list[Sink]
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
     task: str = ""
+    typed: TypedAnswer | None = None
+    batch: bool = False
     native_called: bool = False
+    repeats: int = 0
+    # After a repeated call, the next constrained step may not call that tool again: the model is
+    # asked for the answer or another tool instead of a third identical call.
+    excluded: frozenset[str] = frozenset()
+    last_failure: str | None = None  # the last result, while it is an error or a refusal
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
     events: list[Event] = field(default_factory=list)
@@ -233,12 +239,16 @@ class _Run:
     barren: BarrenRepeats = field(default_factory=BarrenRepeats)
     step: int = 0
     answer: str | None = None
+    output: Any = None
     outcome: tuple[StopReason, str] | None = None
 
     def execute(self, opening: list[Message], transcript_path: str | os.PathLike[str] | None) -> AgentRun:
         try:
             for message in opening:
                 self._say(message["role"], message["content"])
+            mode, reason = choose_mode(self.mode, self.brain.capabilities)
+            if mode is not self.mode:
+                self._switch(mode, reason)
             while self.outcome is None:
                 self._one_step()
         except KeyboardInterrupt:
@@ -260,6 +270,7 @@ class _Run:
             usage=self.usage,
             transcript=self.transcript,
             events=tuple(self.events),
+            output=self.output,
         )
 
     def _one_step(self) -> None:
@@ -288,18 +299,21 @@ class _Run:
             found = extract_step(reply.text)
             step = found.step or Step(reason="", action="answer", tool="", args={}, answer=reply.text.strip())
         else:
-            if self.mode is Mode.CONSTRAINED and not _is_json_object(reply.text):
-                self._switch(Mode.PROSE, "the backend ignored the schema: the reply was not a JSON object")
+            ignored = _ignored_schema(reply) if self.mode is Mode.CONSTRAINED else None
+            if ignored is not None:
+                self._switch(Mode.PROSE, ignored)
             found = extract_step(reply.text)
-            if found.step is None:
-                error = found.error or "no step found"
-                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error))
-                self._barren(reply.text, prompts.unreadable_feedback(error), "unreadable")
+            error = (found.error or "no step found") if found.step is None else self._names_no_tool(found.step)
+            if found.step is None or error is not None:
+                self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error or ""))
+                self._barren(reply.text, prompts.unreadable_feedback(error or ""), "unreadable")
                 return
             step = found.step
         self._emit(ThoughtGiven(step=self.step, text=step.reason))
-        if step.action == "answer":
-            self._on_answer(step, reply.text)
+        if isinstance(step, Batch):
+            self._on_batch(step, reply.text)
+        elif step.action == "answer":
+            self._on_answer(step.answer, reply.text)
         else:
             self._on_tool(step)
 
@@ -323,30 +337,32 @@ class _Run:
         """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
         while True:
             try:
-                if self.mode is Mode.NATIVE:
-                    reply = self._ask_native()
-                    if reply is not None:
-                        return reply
-                    continue
-                schema = self.schema if self.mode is Mode.CONSTRAINED else None
-                return call_within(self.budget.remaining(), self.brain.ask, list(self.messages), schema)
+                reply = call_within(self.budget.remaining(), self.brain.ask, self._question())
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
-                self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
+                self._switch(_step_down(self.mode), str(exc))
+                continue
+            if self.mode is Mode.NATIVE and self._declined_tools(reply):
+                self._count(reply.usage)  # the reply is set aside, but its tokens were spent
+                self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
+                continue
+            self.excluded = frozenset()
+            return reply
 
-    def _ask_native(self) -> Reply | None:
-        """A native reply, or None after stepping down to constrained mode."""
-        ask_native = getattr(self.brain, "ask_native", None)
-        if ask_native is None:
-            self._switch(Mode.CONSTRAINED, "the backend has no native tool calls")
-            return None
-        reply: Reply = call_within(self.budget.remaining(), ask_native, list(self.messages), self.specs)
-        if not reply.tool_calls and not self.native_called and self.specs and reply.finish is Finish.STOP:
-            self._count(reply.usage)  # the reply is set aside, but its tokens were spent
-            self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
-            return None
-        return reply
+    def _question(self) -> Request:
+        """The request for the current mode."""
+        messages = list(self.messages)
+        if self.mode is Mode.NATIVE:
+            return Request(messages=messages, tools=self.specs, repeats=self.repeats)
+        schema = None
+        if self.mode is Mode.CONSTRAINED:
+            schema = self.schema_without(self.excluded) if self.excluded else self.schema
+        return Request(messages=messages, schema=schema, repeats=self.repeats)
+
+    def _declined_tools(self, reply: Reply) -> bool:
+        """A first native reply that calls nothing, though tools were offered: the model will not use them."""
+        return not reply.tool_calls and not self.native_called and bool(self.specs) and reply.finish is Finish.STOP
 
     def _count(self, usage: Usage | None) -> None:
         if usage is not None:
@@ -361,6 +377,9 @@ class _Run:
         # The record keeps the calls in the step shape, so a later switch to another mode reads on.
         self._say("assistant", "\n".join(step.to_json() for step in steps))
         self._emit(ThoughtGiven(step=self.step, text=steps[0].reason))
+        if self.batch:
+            self._run_calls(list(reply.tool_calls))
+            return
         for step in steps:
             self._on_tool(step)
             if self.outcome is not None:
@@ -374,50 +393,122 @@ class _Run:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
         result = self.toolbox.run(call, seconds_left=self.budget.remaining())
-        record = self.calls.observe(call, result.text)
-        status = ToolStatus.REPEAT if record.repeats else result.status
+        record = self._record(result)
+        self.barren.reset()
+        self.last_failure = _failure(result)
+        status = self._status(result, record).value
+        self._say("user", prompts.tool_feedback(result, record, status=status, task=self.task))
+        self._check_repeats([record])
+
+    def _on_batch(self, step: Batch, raw: str) -> None:
+        if not self.batch:
+            self._barren(raw, prompts.batch_off_feedback(), "batch")
+            return
+        self._run_calls([ToolCall(tool=call.tool, args=call.args) for call in step.calls])
+
+    def _run_calls(self, calls: list[ToolCall]) -> None:
+        """Run the calls of one step as a batch, and put every result back in one turn."""
+        for call in calls:
+            self._emit(ToolCalled(step=self.step, call=call))
+        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining())
+        records = [self._record(result) for result in results]
+        self.barren.reset()
+        self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
+        statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
+        self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
+        self._check_repeats(records)
+
+    @staticmethod
+    def _status(result: ToolResult, record: CallRecord) -> ToolStatus:
+        return ToolStatus.REPEAT if record.repeats else result.status
+
+    def _record(self, result: ToolResult) -> CallRecord:
+        """Count the call for repeats and tell the sinks how it went."""
+        record = self.calls.observe(result.call, result.text)
         self._emit(
             ToolReturned(
                 step=self.step,
-                call=call,
-                status=status,
+                call=result.call,
+                status=self._status(result, record),
                 text=result.text,
                 chars=result.chars,
                 truncated=result.truncated,
                 repeats=record.repeats,
             )
         )
-        self.barren.reset()
-        self._say("user", prompts.tool_feedback(result, record, status=status.value, task=self.task))
-        if record.repeats >= self.stuck_limit:
-            same = record.repeats + 1
-            detail = (
-                "with the same result each time"
-                if same == record.times
-                else f"and the last {same} calls returned the same result"
-            )
-            self._finish(
-                StopReason.STUCK,
-                f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
-            )
-        elif record.repeats:
-            self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
+        return record
 
-    def _on_answer(self, step: Step, raw: str) -> None:
-        text = escape_surrogates(step.answer)  # JSON's "\ud800" decodes to a lone surrogate
-        if not text.strip():
-            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
+    def _check_repeats(self, records: list[CallRecord]) -> None:
+        """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call,
+        and keep its tool out of the next constrained step."""
+        for record in records:
+            if record.repeats >= self.stuck_limit:
+                same = record.repeats + 1
+                detail = (
+                    "with the same result each time"
+                    if same == record.times
+                    else f"and the last {same} calls returned the same result"
+                )
+                self._finish(
+                    StopReason.STUCK,
+                    f"{record.call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
+                )
+                return
+        repeating = [record for record in records if record.repeats]
+        if repeating:
+            self.excluded = frozenset(record.call.tool for record in repeating)
+        for record in repeating:
+            self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
+
+    def _on_answer(self, answer: Any, raw: str) -> None:
+        if isinstance(answer, str):
+            answer = escape_surrogates(answer)  # JSON's "\ud800" decodes to a lone surrogate
+        if self.typed is not None:
+            checked = self.typed.check(answer)
+            if checked.errors:
+                shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+                objection = "the answer does not match the output type: " + "; ".join(checked.errors)
+                self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
+                # identical answers fail identically, whatever the reason around them says
+                failure = "invalid answer " + json.dumps(answer, sort_keys=True, default=str)
+                self._barren(failure, prompts.invalid_answer_feedback(checked.errors), "invalid-answer")
+                return
+            value, text = checked.value, checked.text
+        elif not isinstance(answer, str):
+            shown = json.dumps(answer, ensure_ascii=False)
+            self._emit(AnswerRejected(step=self.step, text=shown, objection="the answer is not text"))
+            self._barren(raw, prompts.answer_not_text_feedback(), "non-text-answer")
+            return
+        elif not answer.strip():
+            self._emit(AnswerRejected(step=self.step, text=answer, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
             return
-        verdict: bool | str = True if self.accept is None else self.accept(text)
+        elif self._echoes_failure(answer):
+            objection = "the answer repeats a failed call's error"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._barren(raw, prompts.error_answer_feedback(), "error-echo")
+            return
+        else:
+            value = text = answer
+        verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
-            self.answer = text
+            self.answer, self.output = text, value
             self._emit(AnswerGiven(step=self.step, text=text))
             self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
             return
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _echoes_failure(self, text: str) -> bool:
+        """The answer passes off an ``ERROR:`` or ``DENIED:`` result as the answer to the task."""
+        said = " ".join(text.split())
+        if said.startswith(("ERROR:", "DENIED:")):
+            return True
+        if self.last_failure is None:
+            return False
+        message = " ".join(self.last_failure.split(":", 1)[-1].split())[:60]
+        return len(message) >= 12 and message in said
 
     def _barren(self, raw: str, feedback: str, what: str) -> None:
         repeats = self.barren.observe(raw)
@@ -433,13 +524,18 @@ class _Run:
         self._say("user", feedback)
 
     def _repeating(self, event: RepeatNoticed) -> None:
-        """Tell the sinks, the caller's hook and a routing brain that the run has begun to repeat."""
+        """Count a repeat (later requests carry the count) and tell the sinks and the caller's hook."""
+        self.repeats += 1
         self._emit(event)
         if self.on_repeat is not None:
             self.on_repeat(event)
-        notice = getattr(self.brain, "notice_repeat", None)
-        if callable(notice):
-            notice(event)
+
+    def _names_no_tool(self, step: Step | Batch) -> str | None:
+        """The shape error of a tool step that names no tool, or None."""
+        if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
+            return None
+        offered = ", ".join(sorted(self.toolbox.tools)) or "none"
+        return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
 
     def _max_steps_reason(self) -> str:
         last = next(
@@ -463,3 +559,17 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _failure(result: ToolResult) -> str | None:
+    """The result's text while it is an error or a refusal (an answer may not pass it off)."""
+    return result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED, ToolStatus.CANCELLED) else None
+
+
+def _ignored_schema(reply: Reply) -> str | None:
+    """Why a reply to a constrained request shows the schema was not applied, or None."""
+    if reply.applied is Constraint.NONE:
+        return "the backend did not apply the schema"
+    if not _is_json_object(reply.text):
+        return "the backend ignored the schema: the reply was not a JSON object"
+    return None

@@ -165,12 +165,11 @@ def resolve(model: str | os.PathLike[str], *, pull_missing: bool = False, progre
         progress: called with a line of text as work proceeds.
     """
     name = os.fspath(model)
+    check_name(model)
     if name not in CATALOGUE:
         path = Path(name).expanduser()
-        if path.is_file():
-            check_gguf(path)
-            return path
-        lookup(name)  # raises UnknownModel with the list of names
+        check_gguf(path)
+        return path
     entry = lookup(name)
     path = cached_path(name)
     if not path.is_file():
@@ -179,6 +178,17 @@ def resolve(model: str | os.PathLike[str], *, pull_missing: bool = False, progre
         return pull(name, progress=progress)
     verify(entry, path, progress=progress)
     return path
+
+
+def check_name(model: str | os.PathLike[str]) -> None:
+    """Refuse a model that is neither a catalogue name nor an existing file.
+
+    Raises:
+        UnknownModel: the message lists the catalogue's names.
+    """
+    name = os.fspath(model)
+    if name not in CATALOGUE and not Path(name).expanduser().is_file():
+        lookup(name)  # raises UnknownModel with the list of names
 
 
 def check_gguf(path: Path) -> None:

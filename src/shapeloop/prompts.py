@@ -7,11 +7,14 @@ documentation, the rule for when no tool fits, and feedback that names the task 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from shapeloop.guards import CallRecord
+from shapeloop.toolbox import ToolResult
 from shapeloop.tooldoc import DocStyle, render_tools
-from shapeloop.tools import Tool, ToolResult
+from shapeloop.tools import Tool
 
 _INTRO = "You complete the user's task one step at a time: each step either calls one tool or gives the final answer."
 
@@ -27,31 +30,60 @@ _RULES = [
     'no tool, do not call one: give your answer (action "answer"), and if you cannot do the task, say so.',
     "Take argument values from the task as it gives them (names, numbers, units, code). Leave out "
     "optional arguments the task does not ask for.",
-    "You cannot see files or anything else except through the tools: do not guess what a tool would "
-    "return, call it.",
+    "You cannot see files or anything else except through the tools: do not guess what a tool would return, call it.",
     "After a tool call, the next message gives its result. Your answer says what the results say. A "
     "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
 ]
 
-# A made-up tool, so that a small model copies the shape and not the arguments of a real one. There
-# is no example answer: qwen2.5-coder-0.5b copied one ("It is snowing in Oslo.") word for word.
-_EXAMPLE = (
-    'Example of a tool step, with a made-up tool get_weather: {"reason": "I need the weather in Oslo", '
-    '"action": "tool", "tool": "get_weather", "args": {"city": "Oslo"}, "answer": ""}'
+# A worked example with a made-up tool: the call, its result, and an answer taken from that result.
+# The answer is about something no real task asks, because qwen2.5-coder-0.5b copied a standalone
+# example answer ("It is snowing in Oslo.") word for word.
+_EXAMPLE = "\n".join(
+    [
+        "Example, with a made-up tool get_price (use the real tools above):",
+        "Task: How much is a kilo of apples?",
+        'You: {"reason": "I need the price of apples", "action": "tool", "tool": "get_price", '
+        '"args": {"item": "apples"}, "answer": ""}',
+        'Result of get_price({"item": "apples"}): apples cost 2.40 EUR per kilo',
+        'You: {"reason": "The result gives the price", "action": "answer", "tool": "", "args": {}, '
+        '"answer": "A kilo of apples costs 2.40 EUR."}',
+    ]
 )
 
 _PROSE = "Reply with the JSON object only: no other text before or after it."
 
 DOC_STYLE: DocStyle = "outline"
 
+_BATCH = (
+    'To make several independent calls in one step, reply with action "calls" and the list of calls, '
+    'instead of "tool", "args" and "answer":\n'
+    + json.dumps(
+        {"reason": "I need the weather in two cities", "action": "calls",
+         "calls": [{"tool": "get_weather", "args": {"city": "Oslo"}},
+                   {"tool": "get_weather", "args": {"city": "Bergen"}}]}
+    )
+    + "\nThe results come back together, in the same order."
+)  # fmt: skip
 
-def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = None) -> str:
+_NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
+
+
+def system_prompt(
+    tools: Sequence[Tool],
+    *,
+    prose: bool,
+    extra: str | None = None,
+    answer_schema: Mapping[str, Any] | None = None,
+    batch: bool = False,
+) -> str:
     """The system prompt for a run with these tools.
 
     Args:
         tools: the tools advertised to the model, each with its whole documentation.
         prose: the backend cannot enforce the schema, so say plainly that only JSON is wanted.
         extra: the caller's own instructions, appended.
+        answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
+        batch: the model may make several calls in one step.
     """
     lines = [_INTRO, _FORMAT, ""]
     if tools:
@@ -61,6 +93,14 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
     lines += ["", "Rules:", *(f"- {rule}" for rule in _RULES)]
     if tools:
         lines += ["", _EXAMPLE]
+    if tools and batch:
+        lines += ["", _BATCH]
+    if answer_schema is not None:
+        lines += [
+            "",
+            'In this task "answer" is not text: it is a JSON value matching this schema, filled in '
+            f"from what the tools return: {_schema_text(answer_schema)}",
+        ]
     if prose:
         lines.append(_PROSE)
     if extra:
@@ -74,15 +114,19 @@ def task_message(task: str, *, continued: bool) -> str:
     return f"Next task: {task}" if continued else task
 
 
+_NEXT = (
+    'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
+)
+_FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
+RESTATE_TASK = False
+
+
 def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, task: str = "") -> str:
-    """The user turn that carries a tool's result back to the model, with the task named again."""
+    """The user turn that carries a tool's result back to the model."""
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    if status in ("error", "denied"):
-        text += "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
-    else:
-        text += 'If this result answers the task, reply with action "answer" and say what it says; otherwise call another tool.'  # noqa: E501
-    if task:
-        text += f"\nThe task: {_clip(task, 600)}"
+    if RESTATE_TASK and task:
+        text += f"The task: {_clip(task, 600)}\n"
+    text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "
@@ -90,6 +134,39 @@ def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, task: 
             "or give your answer."
         )
     return text
+
+
+def batch_feedback(
+    results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str], task: str = ""
+) -> str:
+    """The user turn that carries the results of a batch back, in the order of the calls, with the task."""
+    parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
+    for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
+        part = f"[{number}] {result.call}:\n{result.text}"
+        if status == "repeat":
+            part += f"\n(Note: you made this same call {record.times} times and got this same result each time.)"
+        parts.append(part)
+    parts.append(_NEXT_BATCH + (f"\nThe task: {_clip(task, 600)}" if task else ""))
+    return "\n\n".join(parts)
+
+
+def batch_off_feedback() -> str:
+    """After a batch of calls in a run that takes one call a step."""
+    return 'This run takes one call a step: reply with action "tool" and one call, or with action "answer".'
+
+
+def invalid_answer_feedback(errors: Sequence[str]) -> str:
+    """After an answer that does not validate against the run's output type."""
+    listed = "\n".join(f"- {_clip(error, 200)}" for error in errors)
+    return (
+        f"Your answer does not match the required schema:\n{listed}\n"
+        'Reply again with a corrected "answer", or call a tool to find what is missing.'
+    )
+
+
+def answer_not_text_feedback() -> str:
+    """After an answer that is an object or a number where text is wanted."""
+    return 'Your answer must be text: put your answer to the task in "answer" as a string, or call a tool.'
 
 
 def unreadable_feedback(error: str) -> str:
@@ -113,9 +190,30 @@ def empty_answer_feedback() -> str:
     return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
 
 
+def error_answer_feedback() -> str:
+    """After an answer that repeats a failed call's error as if it were the answer."""
+    return (
+        "Your answer repeats the error of a failed call, and an error is not an answer to the task. Fix the "
+        "call, call another tool, or say in your own words that you cannot do the task."
+    )
+
+
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
     return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
+
+
+def _schema_text(schema: Mapping[str, Any]) -> str:
+    """A schema as compact JSON without pydantic's titles, which only lengthen the prompt."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(schema), ensure_ascii=False, separators=(",", ":"))
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -1,14 +1,38 @@
-"""What the HTTP backends share: bounded backoff on 429 / 503, and reading native call arguments."""
+"""What the backends share: the error-mapping boundary, bounded backoff on 429 / 503, and reading
+native call arguments."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from shapeloop.errors import BackendError
 
 T = TypeVar("T")
 RETRY_STATUSES = frozenset({429, 503})
+
+ErrorTable = Sequence[tuple[type[BaseException], type[BackendError], str]]
+"""Rows of (the library's exception type, ours, a message template); the first row whose type
+matches wins, so specific types come before their bases. Templates may use ``{exc}`` and the
+facts given to :func:`mapped_errors`."""
+
+
+@contextmanager
+def mapped_errors(table: ErrorTable, *, backend: str, **facts: Any) -> Iterator[None]:
+    """Translate the library's exceptions into ours by type, at the backend's one boundary.
+
+    Our own errors pass through; an exception no row names (a programming error) propagates as it is.
+    """
+    try:
+        yield
+    except BackendError:
+        raise
+    except tuple(row[0] for row in table) as exc:
+        _, ours, message = next(row for row in table if isinstance(exc, row[0]))
+        raise ours(message.format(exc=exc, **facts), backend=backend) from exc
 
 
 def with_backoff(

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from shapeloop.backends._llama import LlamaModel
+
 ENGINE = "llguidance"
+DECISION_CUE = '"action": "'  # the step's action is chosen right after this
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,10 +31,11 @@ class Generated:
     finished: bool  # the grammar completed (False: the token limit cut it)
     decode_calls: int  # llama.cpp decode calls after the prompt
     forced: int  # tokens taken from the grammar without sampling
+    decision_gap: float | None = None  # at the step's action: best "tool" logit minus best "answer" logit
 
 
 class FastDecoder:
-    """Constrained greedy or sampled decoding on a ``llama_cpp.Llama`` with llguidance.
+    """Constrained greedy or sampled decoding on a loaded model with llguidance.
 
     The tokenizer is built once per model (about a second); each schema is compiled once and the
     compiled matcher is copied for every request.
@@ -40,20 +44,20 @@ class FastDecoder:
         ImportError: llguidance is not installed.
     """
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, model: LlamaModel) -> None:
         import llguidance
         import llguidance.llamacpp
         import llguidance.numpy
 
         self._llg = llguidance
         self._np_llg = llguidance.numpy
-        self.llm = llm
+        self.model = model
         with warnings.catch_warnings():
             # llguidance 1.9 calls llama_token_get_attr, which llama-cpp-python 0.3.36 deprecates
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab)
-        self.eos = llm.token_eos()
-        self.n_vocab = llm.n_vocab()
+            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab())
+        self.eos = model.eos
+        self.n_vocab = model.n_vocab
         self._compiled: dict[str, Any] = {}
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, self.tokenizer.vocab_size)
 
@@ -78,10 +82,20 @@ class FastDecoder:
             self._compiled[key] = matcher
         return self._compiled[key].deep_copy()
 
-    def generate(self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator) -> Generated:
-        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``."""
+    def generate(
+        self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator, answer_bias: float = 0.0
+    ) -> Generated:
+        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``.
+
+        Args:
+            answer_bias: added to the logits of ``answer`` where the step's action is chosen between
+                ``tool`` and ``answer``, so a model that leans a little towards calling a tool answers
+                instead (the margin is calibrated on the benchmark's tune half).
+        """
         out: list[int] = []
         calls = forced = 0
+        tail = ""
+        gap: float | None = None
         while len(out) < max_tokens and not matcher.is_stopped():
             ff = matcher.compute_ff_tokens()[: max_tokens - len(out)]
             if ff:
@@ -89,26 +103,47 @@ class FastDecoder:
                 out += ff
                 forced += len(ff)
             else:
-                token = self._choose(matcher, temperature, rng)
+                decide = gap is None and tail.endswith(DECISION_CUE)
+                token, found = self._choose(matcher, temperature, rng, answer_bias if decide else None)
+                gap = found if found is not None else gap
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
                 ff = [token]
+            tail = (tail + self.model.detokenize(ff))[-len(DECISION_CUE) - 8 :]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
-            self.llm.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
+            self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
             calls += 1
         return Generated(tokens=out, finished=matcher.is_stopped() or matcher.is_accepting(), decode_calls=calls,
-                         forced=forced)  # fmt: skip
+                         forced=forced, decision_gap=gap)  # fmt: skip
 
-    def _choose(self, matcher: Any, temperature: float, rng: np.random.Generator) -> int:
-        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,)).astype(np.float32)
+    def _choose(
+        self, matcher: Any, temperature: float, rng: np.random.Generator, answer_bias: float | None = None
+    ) -> tuple[int, float | None]:
+        """The next token, and at the action's choice the gap between its best ``tool`` and ``answer`` logits."""
+        logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
+        gap = None if answer_bias is None else self._decide(logits, allowed, answer_bias)
         if temperature <= 0:
-            return int(np.argmax(logits))
+            return int(np.argmax(logits)), gap
         scaled = (logits - logits.max()) / temperature
         probs = np.exp(scaled)
         probs /= probs.sum()
-        return int(rng.choice(self.n_vocab, p=probs))
+        return int(rng.choice(self.n_vocab, p=probs)), gap
+
+    def _decide(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any], answer_bias: float) -> float | None:
+        """At the action's value: measure the lean towards ``tool``, and shift ``answer`` by the bias (in place)."""
+        groups: dict[str, list[int]] = {"tool": [], "answer": []}
+        for token in np.flatnonzero(allowed)[:64]:
+            text = self.model.detokenize([int(token)])
+            for word, ids in groups.items():
+                if text and f'{word}"'.startswith(text):
+                    ids.append(int(token))
+        if not groups["tool"] or not groups["answer"]:
+            return None
+        gap = float(logits[groups["tool"]].max() - logits[groups["answer"]].max())
+        logits[groups["answer"]] += answer_bias
+        return gap

@@ -1,7 +1,7 @@
 """The embedded backend: llama.cpp in-process through llama-cpp-python. No daemon, no account.
 
-Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (the flat
-five-field schema where the per-tool one cannot be compiled), the prompt from the model's own chat
+Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (a looser
+one from ``step.fallback_schemas`` where it cannot be compiled), the prompt from the model's own chat
 template, and the prompt cache is reused across steps, so each step evaluates only the new tokens.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,17 +20,25 @@ except ImportError as exc:  # numpy comes with the local extra, as llama-cpp-pyt
     raise ImportError("the embedded backend needs the local extra: pip install 'shapeloop[local]'") from exc
 
 from shapeloop import models
+from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
-from shapeloop.brain import Finish, Message, Reply, Usage
+from shapeloop.backends._llama import LlamaModel
+from shapeloop.brain import BaseBrain, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
-from shapeloop.step import flat_schema
+from shapeloop.step import fallback_schemas
 
-_INSTALL_HINT = (
-    "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
+# Added to the logit of "answer" at a step's choice between a tool and the answer; calibrated on
+# the benchmark's tune half (measurements/calibration.json).
+ANSWER_BIAS = 0.0
+
+ERRORS: ErrorTable = (
+    (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
+    (RuntimeError, BackendError, "llama.cpp failed to generate: {exc}"),
 )
+"""llama-cpp-python reports a failed decode as ValueError or RuntimeError, and has no error type of its own."""
 
 
-class LlamaCppBrain:
+class LlamaCppBrain(BaseBrain):
     """A brain that runs a GGUF model in this process.
 
     Args:
@@ -48,6 +57,10 @@ class LlamaCppBrain:
             installed and compiles the schema, llama.cpp's grammar otherwise), or one of them.
         chat_template: a Jinja chat template to use instead of the model's own; a base model with
             no template gets a plain ``Role: text`` transcript.
+        llama: a model already loaded (tests pass a fake); ``model`` then only names it.
+        answer_bias: added to the logit of ``answer`` where a constrained step chooses between
+            calling a tool and answering (fast path only). Small models call a tool even when none
+            fits; the default was calibrated on the benchmark's tune half (``measurements/``).
     """
 
     def __init__(
@@ -65,66 +78,59 @@ class LlamaCppBrain:
         progress: models.Progress | None = None,
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
+        llama: LlamaModel | None = None,
+        answer_bias: float = ANSWER_BIAS,
     ) -> None:
-        try:
-            import llama_cpp
-        except ImportError as exc:
-            raise BackendUnavailable(_INSTALL_HINT, backend="llamacpp") from exc
-        self.path: Path = models.resolve(model, pull_missing=pull, progress=progress)
         self.name = os.fspath(model)
+        if llama is None:
+            models.check_name(model)  # an unknown name is refused before llama.cpp is needed
+            self.path: Path | None = models.resolve(model, pull_missing=pull, progress=progress)
+            llama = LlamaModel.load(self.path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, chat_template=chat_template)
+        else:
+            self.path = None
+        self.llama = llama
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
+        self.answer_bias = answer_bias
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
-        try:
-            self.llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=n_ctx,
-                n_threads=n_threads or os.cpu_count() or 1,
-                seed=seed,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise BackendUnavailable(
-                f"llama.cpp could not load {self.path}: {exc}; the file may be corrupt: pull it again",
-                backend="llamacpp",
-            ) from exc
-        self._formatter = _chat_formatter(self.llm, chat_template)
-        self._grammars: dict[str, tuple[Any, str]] = {}
+        self._grammars: dict[str, tuple[Any, str, Constraint]] = {}
         self.engine = engine
         self._fast: FastDecoder | None = None
-        self._fast_schemas: dict[str, dict[str, Any] | None] = {}
+        self._fast_schemas: dict[str, tuple[dict[str, Any], Constraint] | None] = {}
         self.last_stats: dict[str, Any] = {}
 
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Generate one reply, constrained to ``schema`` when one is given.
+    def close(self) -> None:
+        """Free the model's memory now rather than when the brain is collected."""
+        self.llama.close()
+
+    def ask(self, request: Request) -> Reply:
+        """Generate one reply, constrained to the request's schema when it has one.
 
         The fast engine (llguidance with forced tokens) runs where it is installed and compiles the
-        schema; llama.cpp's own grammar runs otherwise. ``Reply.engine`` says which ran, and
-        :attr:`last_stats` holds the decode calls and forced tokens of the last reply.
+        schema; llama.cpp's own grammar runs otherwise. Where neither compiles the schema, the flat
+        step schema is used and ``Reply.applied`` says so. ``Reply.engine`` says which engine ran,
+        and :attr:`last_stats` holds the decode calls and forced tokens of the last reply.
         """
-        rendered, tokens = self._render(messages)
+        if request.tools is not None:
+            raise SchemaRefused("the embedded backend has no native tool calls", backend="llamacpp")
+        schema = request.schema
+        rendered, tokens = self.llama.render(request.messages)
         budget = self._room(len(tokens))
         if schema is not None:
-            matcher = self._fast_matcher(schema)
-            if matcher is not None:
-                return self._ask_fast(tokens, matcher, budget)
-        grammar, engine = (None, "free") if schema is None else self._grammar(schema)
+            fast = self._fast_matcher(schema)
+            if fast is not None:
+                matcher, applied = fast
+                return replace(self._ask_fast(tokens, matcher, budget), applied=applied)
+        grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
-        try:
-            out: dict[str, Any] = self.llm.create_completion(  # type: ignore[assignment]
-                prompt=tokens,
-                max_tokens=budget,
-                temperature=self.temperature,
+        with mapped_errors(ERRORS, backend="llamacpp"):
+            out = self.llama.complete(
+                tokens, grammar=grammar, rendered=rendered, max_tokens=budget, temperature=self.temperature,
                 seed=self.seed,
-                grammar=grammar,
-                stop=rendered.stop,
-                stopping_criteria=rendered.stopping_criteria,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise BackendError(f"llama.cpp failed to generate: {exc}", backend="llamacpp") from exc
+            )  # fmt: skip
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         completion = int(usage.get("completion_tokens", 0))
@@ -137,16 +143,18 @@ class LlamaCppBrain:
                 cached_tokens=cached,
             ),
             finish=Finish.LENGTH if choice.get("finish_reason") == "length" else Finish.STOP,
+            applied=applied,
             engine=engine,
         )
 
-    def _fast_matcher(self, schema: Mapping[str, Any]) -> Any:
-        """A compiled llguidance matcher for ``schema``, or None to use llama.cpp's grammar."""
+    def _fast_matcher(self, schema: Mapping[str, Any]) -> tuple[Any, Constraint] | None:
+        """A compiled llguidance matcher for ``schema`` (or a looser one) and which it is, or None
+        to use llama.cpp's grammar."""
         if self.engine == "llama.cpp":
             return None
         if self._fast is None:
             try:
-                self._fast = FastDecoder(self.llm)
+                self._fast = FastDecoder(self.llama)
             except ImportError:
                 if self.engine == "llguidance":
                     raise BackendUnavailable(
@@ -156,37 +164,37 @@ class LlamaCppBrain:
                 return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._fast_schemas:
-            # Which schema llguidance takes (the per-tool one, else the flat one, else none) is decided
+            # Which schema llguidance takes (the per-tool one, else a looser one, else none) is decided
             # once per schema, not again at every step.
             self._fast_schemas[key] = None
-            for candidate in (schema, flat_schema()):
+            looser = [(candidate, Constraint.FLAT) for candidate in fallback_schemas(schema)]
+            for candidate, applied in [(dict(schema), Constraint.SCHEMA), *looser]:
                 bounded = bound_reason(candidate, self.max_reason_chars)
                 try:
                     self._fast.compile(bounded)
                 except ValueError:
                     continue
-                self._fast_schemas[key] = bounded
+                self._fast_schemas[key] = (bounded, applied)
                 break
         chosen = self._fast_schemas[key]
-        return None if chosen is None else self._fast.compile(chosen)
+        return None if chosen is None else (self._fast.compile(chosen[0]), chosen[1])
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
         assert self._fast is not None
         cached = self._reusable_prefix(tokens)
-        try:
-            self.llm.n_tokens = cached
-            self.llm.eval(tokens[cached:])
+        with mapped_errors(ERRORS, backend="llamacpp"):
+            self.llama.keep(cached)
+            self.llama.eval(tokens[cached:])
             made = self._fast.generate(
-                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise BackendError(f"llama.cpp failed to generate: {exc}", backend="llamacpp") from exc
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
+                answer_bias=self.answer_bias,
+            )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
-            "tokens": len(made.tokens),
+            "tokens": len(made.tokens), "decision_gap": made.decision_gap,
         }  # fmt: skip
         return Reply(
-            text=self.llm.detokenize(made.tokens).decode("utf-8", errors="replace"),
+            text=self.llama.detokenize(made.tokens),
             usage=Usage(prompt_tokens=len(tokens), completion_tokens=len(made.tokens), cached_tokens=cached),
             finish=Finish.STOP if made.finished else Finish.LENGTH,
             engine=ENGINE,
@@ -194,14 +202,7 @@ class LlamaCppBrain:
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens the prompt for ``messages`` takes, with the chat template applied."""
-        return len(self._render(messages)[1])
-
-    def _render(self, messages: Sequence[Message]) -> tuple[Any, list[int]]:
-        rendered = self._formatter(messages=[dict(m) for m in messages])
-        tokens: list[int] = self.llm.tokenize(
-            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
-        )
-        return rendered, tokens
+        return len(self.llama.render(messages)[1])
 
     def _room(self, prompt_tokens: int) -> int:
         """Tokens left for the reply; refuse a prompt that leaves too few."""
@@ -221,9 +222,9 @@ class LlamaCppBrain:
     def _reusable_prefix(self, tokens: list[int]) -> int:
         """How many leading prompt tokens are already evaluated (llama-cpp-python keeps them)."""
         if not self.reuse_cache:
-            self.llm.reset()  # type: ignore[no-untyped-call]
+            self.llama.reset()
             return 0
-        previous = self.llm.input_ids[: self.llm.n_tokens]
+        previous = self.llama.evaluated()
         same = 0
         for a, b in zip(previous, tokens, strict=False):
             if a != b:
@@ -231,21 +232,20 @@ class LlamaCppBrain:
             same += 1
         return max(0, same - 1) if same == len(tokens) else same
 
-    def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str]:
-        from llama_cpp.llama_grammar import LlamaGrammar
-
+    def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str, Constraint]:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            bounded = bound_reason(schema, self.max_reason_chars)
-            fallback = bound_reason(flat_schema(), self.max_reason_chars)
-            for candidate, engine in ((bounded, "llama.cpp-grammar"), (fallback, "llama.cpp-grammar-flat")):
+            candidates = [(dict(schema), "llama.cpp-grammar", Constraint.SCHEMA)]
+            candidates += [(c, "llama.cpp-grammar-flat", Constraint.FLAT) for c in fallback_schemas(schema)]
+            for candidate, engine, applied in candidates:
                 try:
                     self._grammars[key] = (
-                        LlamaGrammar.from_json_schema(json.dumps(candidate), verbose=False),
+                        self.llama.grammar(bound_reason(candidate, self.max_reason_chars)),
                         engine,
+                        applied,
                     )
                     break
-                except Exception:  # noqa: BLE001 - llama.cpp raises bare exceptions for schemas it cannot compile
+                except ValueError:
                     continue
             else:
                 raise SchemaRefused("llama.cpp cannot compile the step schema to a grammar", backend="llamacpp")
@@ -262,25 +262,3 @@ def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, 
         if isinstance(reason, dict) and reason.get("type") == "string":
             reason.setdefault("maxLength", max_chars)
     return copied
-
-
-# For a base model with no template of its own: a plain transcript that ends where the model speaks.
-PLAIN_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}{{ m.role | capitalize }}: {{ m.content }}\n\n{% endfor %}"
-    "{% if add_generation_prompt %}Assistant: {% endif %}"
-)
-
-
-def _chat_formatter(llm: Any, template: str | None = None) -> Any:
-    """The model's own chat template (or ``template``), as llama-cpp-python renders it; a plain
-    transcript for a base model that has none."""
-    from llama_cpp import llama_chat_format
-
-    template = template or llm.metadata.get("tokenizer.chat_template") or PLAIN_TEMPLATE
-    eos_id, bos_id = llm.token_eos(), llm.token_bos()
-    return llama_chat_format.Jinja2ChatFormatter(
-        template=template,
-        eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
-        bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
-        stop_token_ids=[eos_id],
-    )

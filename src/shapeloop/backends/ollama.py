@@ -1,23 +1,30 @@
 """Ollama, through the ``ollama`` client: ``format`` for constrained steps, ``tools`` for native calls.
 
 ``options.num_ctx`` is always set, because Ollama's default window silently truncates long prompts.
-A thinking model's thinking is kept apart from the text, never read as the step.
+A thinking model's thinking is kept apart from the text, never read as the step. The client's
+errors become shapeloop's at one boundary: statuses in :meth:`OllamaBrain._status_error`, the rest
+by type in :func:`_errors`.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from shapeloop.backends._common import parse_arguments, with_backoff
-from shapeloop.brain import Finish, Message, Reply, Usage
-from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
+import httpx
+import pydantic
+
+from shapeloop.backends._common import ErrorTable, mapped_errors, parse_arguments, with_backoff
+from shapeloop.brain import BaseBrain, Capabilities, Finish, Message, Reply, Request, Usage
+from shapeloop.errors import BackendError, BackendTimeout, BackendUnavailable, SchemaRefused
 from shapeloop.extract import split_think
 from shapeloop.tools import ToolCall
 
 
-class OllamaBrain:
+class OllamaBrain(BaseBrain):
     """A brain on an Ollama server.
 
     Args:
@@ -28,6 +35,8 @@ class OllamaBrain:
         temperature: sampling temperature.
         think: ask a thinking model to think (``None`` leaves it to the model).
         retries: tries in all when the server answers 429 or 503.
+        timeout: seconds to wait for one reply.
+        transport: an httpx transport for the client (tests pass ``httpx.MockTransport``).
         sleep: how to wait between retries.
     """
 
@@ -41,14 +50,21 @@ class OllamaBrain:
         temperature: float = 0.0,
         think: bool | None = None,
         retries: int = 5,
+        timeout: float = 600.0,
+        transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         try:
             import ollama
         except ImportError as exc:
-            raise BackendUnavailable("the ollama client is not installed: pip install 'shapeloop[ollama]'") from exc
-        self._ollama = ollama
-        self.client = ollama.Client(host=host)
+            raise BackendUnavailable(
+                "the ollama client is not installed: pip install 'shapeloop[ollama]'", backend="ollama"
+            ) from exc
+        self._response_error: type[Exception] = ollama.ResponseError
+        self._errors = _errors(ollama)
+        extra: dict[str, Any] = {} if transport is None else {"transport": transport}
+        self.client = ollama.Client(host=host, timeout=timeout, **extra)
+        self.timeout = timeout
         self.model = model
         self.num_ctx = num_ctx
         self.max_tokens = max_tokens
@@ -57,23 +73,20 @@ class OllamaBrain:
         self.retries = retries
         self._sleep = sleep
 
+    capabilities = Capabilities(native_tools=True)
+
     def close(self) -> None:
         """Close the HTTP connections."""
         self.client.close()  # type: ignore[no-untyped-call]
 
-    def __enter__(self) -> OllamaBrain:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Ask with ``format`` set to the schema (or no format for prose)."""
-        return self._chat(messages, format=dict(schema) if schema is not None else None)
-
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Ask with the tools through Ollama's ``tools``."""
-        return self._chat(messages, tools=[dict(t) for t in tools])
+    def ask(self, request: Request) -> Reply:
+        """Ask with ``format`` set to the schema, or with the tools through Ollama's ``tools``."""
+        if request.tools is not None:
+            reply = self._chat(request.messages, tools=[dict(t) for t in request.tools])
+        else:
+            schema = request.schema
+            reply = self._chat(request.messages, format=dict(schema) if schema is not None else None)
+        return replace(reply, applied=request.constraint)
 
     def _chat(self, messages: Sequence[Message], **extra: Any) -> Reply:
         options = {"num_ctx": self.num_ctx, "num_predict": self.max_tokens, "temperature": self.temperature}
@@ -84,21 +97,16 @@ class OllamaBrain:
                 think=self.think, **extra,
             )  # fmt: skip
 
-        try:
-            response = with_backoff(call, status_of=_status, attempts=self.retries, sleep=self._sleep)
-        except self._ollama.ResponseError as exc:
-            raise self._translate(exc, extra) from exc
-        except RecursionError as exc:  # the client parses a body nested thousands deep
-            raise BackendError("Ollama's reply is nested too deeply to read", backend="ollama") from exc
-        except ConnectionError as exc:
-            raise BackendUnavailable(
-                f"cannot reach Ollama at {self.client._client.base_url}: start it with `ollama serve` "
-                "(or set OLLAMA_HOST)",
-                backend="ollama",
-            ) from exc
+        url = self.client._client.base_url
+        with mapped_errors(self._errors, backend="ollama", url=url, timeout=self.timeout):
+            try:
+                response = with_backoff(call, status_of=_status, attempts=self.retries, sleep=self._sleep)
+            except self._response_error as exc:
+                raise self._status_error(exc, extra) from exc
         return self._reply(response)
 
-    def _translate(self, exc: Any, extra: Mapping[str, Any]) -> BackendError:
+    def _status_error(self, exc: Any, extra: Mapping[str, Any]) -> BackendError:
+        """An error status: a missing model, a refused tool list or format (a refusal), or a failure."""
         status, message = exc.status_code, str(exc.error)
         if status == 404 and "not found" in message:
             return BackendUnavailable(
@@ -137,3 +145,18 @@ class OllamaBrain:
 def _status(exc: Exception) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _errors(ollama: Any) -> ErrorTable:
+    """How the ollama client's errors (and httpx's and pydantic's, which it lets through) become ours."""
+    return (
+        (ConnectionError, BackendUnavailable,
+         "cannot reach Ollama at {url}: start it with `ollama serve` (or set OLLAMA_HOST)"),
+        (httpx.TimeoutException, BackendTimeout,
+         "Ollama at {url} did not answer within {timeout:g} s (the request timed out): raise timeout="),
+        (json.JSONDecodeError, BackendError, "Ollama at {url} answered with a body that is not JSON: {exc}"),
+        (RecursionError, BackendError, "Ollama at {url} answered with a body nested too deeply to read"),
+        (pydantic.ValidationError, BackendError, "Ollama at {url} answered with something not a chat reply: {exc}"),
+        (httpx.HTTPError, BackendError, "the request to Ollama at {url} failed: {exc!r}"),
+        (ollama.RequestError, BackendError, "the ollama client refused the request: {exc}"),
+    )  # fmt: skip

@@ -2,8 +2,10 @@
 
 Constrained steps go as ``response_format``. Servers speak two dialects: OpenAI's
 ``{"type": "json_schema", "json_schema": {...}}`` and llama.cpp's ``{"type": "json_object",
-"schema": {...}}``; the first one a server accepts is kept for the rest of the run. A server that
-rejects both is a refusal, and the loop goes to prose.
+"schema": {...}}``; the first one a server accepts is kept, and a dialect is dropped only when the
+server refuses it by name (or refuses ``response_format`` itself). A server that refuses both is a
+refusal, and the loop goes to prose. Transport, timeout, status and body errors become shapeloop's
+at one boundary (:data:`ERRORS`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-from shapeloop.backends._common import parse_arguments, with_backoff
-from shapeloop.brain import Finish, Message, Reply, Usage
-from shapeloop.errors import BackendError, BackendUnavailable, SchemaRefused
+from shapeloop.backends._common import ErrorTable, mapped_errors, parse_arguments, with_backoff
+from shapeloop.brain import BaseBrain, Capabilities, Finish, Message, Reply, Request, Usage
+from shapeloop.errors import BackendError, BackendTimeout, BackendUnavailable, SchemaRefused
 from shapeloop.extract import split_think
 from shapeloop.tools import ToolCall
 
@@ -25,13 +28,34 @@ DIALECTS = ("json_schema", "json_object")
 
 
 class _HTTPStatus(Exception):
+    """A status of 400 or more, kept apart from the transport's errors until it is classified."""
+
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"HTTP {status}: {body[:500]}")
         self.status_code = status
         self.body = body
 
 
-class OpenAIBrain:
+class _NotJSON(Exception):
+    """A 2xx response whose body is not a JSON object."""
+
+
+ERRORS: ErrorTable = (
+    (
+        httpx.TimeoutException,
+        BackendTimeout,
+        "{url} did not answer within {timeout:g} s (the request timed out): a slow model needs a larger timeout=",
+    ),
+    (httpx.ConnectError, BackendUnavailable, "cannot reach {url}: is the server running? ({exc})"),
+    (httpx.DecodingError, BackendError, "the reply from {url} could not be decoded: {exc}"),
+    (httpx.RemoteProtocolError, BackendError, "{url} broke the HTTP protocol (it may have crashed): {exc}"),
+    (_NotJSON, BackendError, "{url} answered with a body that is not a JSON object: {exc}"),
+    (httpx.HTTPError, BackendError, "the request to {url} failed: {exc!r}"),
+)
+"""How httpx's errors and a non-JSON body become shapeloop's; statuses are classified apart."""
+
+
+class OpenAIBrain(BaseBrain):
     """A brain on an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Args:
@@ -44,7 +68,12 @@ class OpenAIBrain:
         retries: tries in all when the server answers 429 or 503.
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
         sleep: how to wait between retries.
+
+    Attributes:
+        dialects: the ``response_format`` dialects still to try, the one that worked first.
     """
+
+    capabilities = Capabilities(native_tools=True)
 
     def __init__(
         self,
@@ -65,6 +94,7 @@ class OpenAIBrain:
         self.model = model
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.timeout = timeout
         self.retries = retries
         self._sleep = sleep
         self.dialects: list[str] = list(DIALECTS)
@@ -73,70 +103,68 @@ class OpenAIBrain:
         """Close the HTTP connections."""
         self.client.close()
 
-    def __enter__(self) -> OpenAIBrain:
-        return self
+    def ask(self, request: Request) -> Reply:
+        """Ask with ``response_format`` set to the schema, or with the tools in ``tools``."""
+        try:
+            if request.tools is not None:
+                reply = self._ask_native(request.messages, request.tools)
+            elif request.schema is not None:
+                reply = self._ask_schema(request.messages, request.schema)
+            else:
+                reply = self._complete(request.messages, {})
+        except _HTTPStatus as exc:
+            raise self._status_error(exc) from exc
+        return replace(reply, applied=request.constraint)
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def ask(self, messages: Sequence[Message], schema: Mapping[str, Any] | None) -> Reply:
-        """Ask with ``response_format`` set to the schema, trying each dialect the server may speak."""
-        if schema is None:
-            return self._complete(messages, {})
+    def _ask_schema(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> Reply:
+        """Try each dialect the server may speak; drop one only when the server refuses it by name."""
         refusals: list[str] = []
         for dialect in list(self.dialects):
             try:
                 reply = self._complete(messages, {"response_format": _response_format(dialect, schema)})
             except _HTTPStatus as exc:
-                if not _is_schema_refusal(exc):
-                    raise self._translate(exc) from exc
+                if not _refuses(exc, dialect):
+                    raise
                 refusals.append(f"{dialect}: {exc}")
                 self.dialects.remove(dialect)
                 continue
-            self.dialects = [dialect]  # keep what worked
+            self.dialects = [dialect, *(d for d in self.dialects if d != dialect)]
             return reply
         raise SchemaRefused("the server refused the step schema (" + "; ".join(refusals) + ")", backend="openai")
 
-    def ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
-        """Ask with the tools through the ``tools`` field."""
+    def _ask_native(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Reply:
         try:
             return self._complete(messages, {"tools": [dict(t) for t in tools], "tool_choice": "auto"})
         except _HTTPStatus as exc:
-            if exc.status_code in (400, 422, 500) and "tool" in exc.body.lower():
+            if _refuses(exc, "tools"):
                 raise SchemaRefused(f"the server refused native tools: {exc}", backend="openai") from exc
-            raise self._translate(exc) from exc
+            raise
 
     def _complete(self, messages: Sequence[Message], extra: Mapping[str, Any]) -> Reply:
+        """One completion; a status of 400 or more leaves as :class:`_HTTPStatus`, for the caller to classify."""
         body = {
             "model": self.model, "messages": [dict(m) for m in messages], "max_tokens": self.max_tokens,
             "temperature": self.temperature, "stream": False, **extra,
         }  # fmt: skip
-        try:
-            data = with_backoff(lambda: self._post(body), status_of=_status, attempts=self.retries, sleep=self._sleep)
-        except _HTTPStatus as exc:
-            if "response_format" in extra and _is_schema_refusal(exc):
-                raise
-            raise self._translate(exc) from exc
-        return _reply(data)
+        return _reply(self._retried(body))
+
+    def _retried(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        with mapped_errors(ERRORS, backend="openai", url=self.client.base_url, timeout=self.timeout):
+            return with_backoff(lambda: self._post(body), status_of=_status, attempts=self.retries, sleep=self._sleep)
 
     def _post(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            response = self.client.post("/chat/completions", json=body)
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"cannot reach {self.client.base_url}: is the server running? ({exc})", backend="openai"
-            ) from exc
+        response = self.client.post("/chat/completions", json=body)
         if response.status_code >= 400:
             raise _HTTPStatus(response.status_code, response.text)
         try:
-            data: dict[str, Any] = response.json()
+            data = response.json()
         except (ValueError, RecursionError) as exc:  # RecursionError: a body of thousands of "["
-            raise BackendError(
-                f"the server's reply is not readable JSON ({type(exc).__name__})", backend="openai"
-            ) from exc
+            raise _NotJSON(repr(response.text[:200])) from exc
+        if not isinstance(data, dict):
+            raise _NotJSON(repr(response.text[:200]))
         return data
 
-    def _translate(self, exc: _HTTPStatus) -> BackendError:
+    def _status_error(self, exc: _HTTPStatus) -> BackendError:
         if exc.status_code in (401, 403):
             return BackendUnavailable(f"the server refused the API key ({exc}): set OPENAI_API_KEY", backend="openai")
         if exc.status_code == 404:
@@ -153,11 +181,15 @@ def _response_format(dialect: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "json_object", "schema": dict(schema)}
 
 
-def _is_schema_refusal(exc: _HTTPStatus) -> bool:
+def _refuses(exc: _HTTPStatus, feature: str) -> bool:
+    """The status refuses ``feature`` (a dialect, or ``tools``) by name, or ``response_format`` itself.
+
+    Servers say so in words only (llama-server answers 500 "response_format type must be one of
+    text or json_object, but got: json_schema"), so the words must name what was tried.
+    """
     body = exc.body.lower()
-    return exc.status_code in (400, 422, 500) and any(
-        word in body for word in ("response_format", "json_schema", "json_object", "schema", "'text'")
-    )
+    named = feature in body or (feature != "tools" and "response_format" in body)
+    return exc.status_code in (400, 422, 500) and named
 
 
 def _reply(data: Mapping[str, Any]) -> Reply:

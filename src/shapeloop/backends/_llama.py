@@ -1,0 +1,151 @@
+"""The one adapter between the embedded backend and llama-cpp-python.
+
+Everything the backend needs from a loaded model goes through :class:`LlamaModel`, so that the
+uses of llama-cpp-python's private attributes (``_model``, ``_ctx``) sit here and nowhere else.
+They were read from version :data:`PINNED_VERSION`; a test fails loudly when the installed
+version differs, so the attributes are checked again before the pin moves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapeloop.brain import Message
+from shapeloop.errors import BackendUnavailable
+
+PINNED_VERSION = "0.3.36"
+
+INSTALL_HINT = (
+    "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
+)
+
+# For a base model with no template of its own: a plain transcript that ends where the model speaks.
+PLAIN_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{{ m.role | capitalize }}: {{ m.content }}\n\n{% endfor %}"
+    "{% if add_generation_prompt %}Assistant: {% endif %}"
+)
+
+
+class LlamaModel:
+    """A loaded ``llama_cpp.Llama`` and its chat template, with what the backend asks of it.
+
+    Args:
+        llm: the ``llama_cpp.Llama``.
+        chat_template: a Jinja chat template to use instead of the model's own.
+    """
+
+    def __init__(self, llm: Any, chat_template: str | None = None) -> None:
+        self.llm = llm
+        self._formatter = _chat_formatter(llm, chat_template)
+
+    @classmethod
+    def load(cls, path: Path, *, n_ctx: int, n_threads: int | None, seed: int,
+             chat_template: str | None = None) -> LlamaModel:  # fmt: skip
+        """Load a GGUF file.
+
+        Raises:
+            BackendUnavailable: llama-cpp-python is missing, or it cannot load the file.
+        """
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise BackendUnavailable(INSTALL_HINT, backend="llamacpp") from exc
+        try:
+            llm = llama_cpp.Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1, seed=seed, verbose=False
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise BackendUnavailable(
+                f"llama.cpp could not load {path}: {exc}; the file may be corrupt: pull it again", backend="llamacpp"
+            ) from exc
+        return cls(llm, chat_template)
+
+    def close(self) -> None:
+        """Free the model and its context (a second close does nothing)."""
+        self.llm.close()
+
+    def render(self, messages: Sequence[Message]) -> tuple[Any, list[int]]:
+        """The chat template applied to ``messages`` (with its stop criteria), and its tokens."""
+        rendered = self._formatter(messages=[dict(m) for m in messages])
+        tokens: list[int] = self.llm.tokenize(
+            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+        )
+        return rendered, tokens
+
+    def evaluated(self) -> list[int]:
+        """The tokens whose state the context holds now."""
+        return list(self.llm.input_ids[: self.llm.n_tokens])
+
+    def keep(self, count: int) -> None:
+        """Keep the first ``count`` evaluated tokens and forget the rest."""
+        self.llm.n_tokens = count
+
+    def reset(self) -> None:
+        """Forget every evaluated token."""
+        self.llm.reset()
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        """Evaluate ``tokens`` after those the context holds."""
+        self.llm.eval(list(tokens))
+
+    def complete(self, tokens: list[int], *, grammar: Any, rendered: Any, **sampling: Any) -> dict[str, Any]:
+        """A completion of ``tokens`` (llama-cpp-python reuses the evaluated prefix itself)."""
+        out: dict[str, Any] = self.llm.create_completion(
+            prompt=tokens, grammar=grammar, stop=rendered.stop, stopping_criteria=rendered.stopping_criteria,
+            **sampling,
+        )  # fmt: skip
+        return out
+
+    def grammar(self, schema: Mapping[str, Any]) -> Any:
+        """llama.cpp's grammar for ``schema``; ValueError if it cannot be compiled."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        try:
+            return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception as exc:
+            raise ValueError(f"llama.cpp cannot compile the schema to a grammar: {exc}") from exc
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of ``tokens``."""
+        text: bytes = self.llm.detokenize(list(tokens))
+        return text.decode("utf-8", errors="replace")
+
+    @property
+    def eos(self) -> int:
+        """The end-of-sequence token."""
+        return int(self.llm.token_eos())
+
+    @property
+    def n_vocab(self) -> int:
+        """The vocabulary's size."""
+        return int(self.llm.n_vocab())
+
+    def vocab(self) -> Any:
+        """The model's vocabulary handle, as llguidance's tokenizer bridge takes it (private)."""
+        return self.llm._model.vocab
+
+    def logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """A copy of the logits of the last evaluated token (private)."""
+        raw = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,))
+        return raw.astype(np.float32)
+
+
+def _chat_formatter(llm: Any, template: str | None = None) -> Any:
+    """The model's own chat template (or ``template``), as llama-cpp-python renders it; a plain
+    transcript for a base model that has none."""
+    from llama_cpp import llama_chat_format
+
+    template = template or llm.metadata.get("tokenizer.chat_template") or PLAIN_TEMPLATE
+    eos_id, bos_id = llm.token_eos(), llm.token_bos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+        bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+        stop_token_ids=[eos_id],
+    )

@@ -1,0 +1,197 @@
+"""What a run is and how it ended: its modes, its stop reasons, its transcript and its record.
+
+These are the loop's types; they live beside it so that the events and the command line can use
+them without importing the loop.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
+
+from shapeloop.brain import Message, Usage
+from shapeloop.errors import TranscriptError
+from shapeloop.text import to_json
+
+if TYPE_CHECKING:
+    from shapeloop.events import Event
+
+
+class Mode(enum.StrEnum):
+    """How the run asked the model for steps."""
+
+    CONSTRAINED = "constrained"
+    """The step schema was enforced by the backend (a grammar or ``format``)."""
+    PROSE = "prose"
+    """The backend refused the schema; the step was read out of a prose reply."""
+    NATIVE = "native"
+    """The backend's own tool-calling API carried the calls."""
+
+
+class StopReason(enum.StrEnum):
+    """Why a run ended."""
+
+    ANSWERED = "answered"
+    MAX_STEPS = "max_steps"
+    STUCK = "stuck"
+    BARREN = "barren"
+    BACKEND_ERROR = "backend_error"
+    BUDGET = "budget"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(kw_only=True)
+class Transcript:
+    """Every message and event of a run, in order; writable as JSON Lines.
+
+    A run given ``transcript_path`` streams it: each entry is appended to the file and flushed as
+    it happens, so a crash or ``kill -9`` loses at most the entry being written.
+    """
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    _file: IO[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def streaming(cls, path: str | os.PathLike[str]) -> Transcript:
+        """An empty transcript that appends each entry to ``path`` (checked now: see :func:`open_jsonl`)."""
+        return cls(_file=open_jsonl(path))
+
+    def add_message(self, message: Message) -> None:
+        """Record a message of the conversation."""
+        self.add({"type": "message", "role": message["role"], "content": message["content"]})
+
+    def add_event(self, event: Event) -> None:
+        """Record an event."""
+        self.add({"type": "event", **event.to_dict()})
+
+    def add(self, entry: dict[str, Any]) -> None:
+        """Record an entry (and write it through, when streaming)."""
+        self.entries.append(entry)
+        if self._file is not None:
+            self._file.write(to_json(entry) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        """Stop streaming and close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation, as sent to the model."""
+        return [Message(role=e["role"], content=e["content"]) for e in self.entries if e["type"] == "message"]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The events, as plain data."""
+        return [e for e in self.entries if e["type"] == "event"]
+
+    def to_jsonl(self) -> str:
+        """One JSON object per line."""
+        return "".join(to_json(e) + "\n" for e in self.entries)
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write the transcript as JSON Lines, replacing ``path`` atomically (a reader never sees
+        half a file); the temporary file is made with ``mkstemp`` beside it."""
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(self.to_jsonl())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def open_jsonl(path: str | os.PathLike[str]) -> IO[str]:
+    """Open ``path`` to append JSON Lines to, creating it; refuse a symlink, a folder, or anything
+    that is not a regular file, with a message saying what to pass instead.
+
+    Raises:
+        TranscriptError: the path cannot be written.
+    """
+    shown = os.fspath(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = {errno.ELOOP: "it is a symlink", errno.EISDIR: "it is a directory"}.get(exc.errno or 0, exc.strerror)
+        raise TranscriptError(
+            f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
+        ) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's answer: ``output_type``'s, or Any (text, or the JSON value for a schema dict)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRun(Generic[OutputT]):
+    """How a run went.
+
+    Attributes:
+        stop: why it ended; only ``answered`` carries an accepted answer.
+        reason: a sentence a person can read, naming the facts (the call, the count, the limit).
+        answer: the accepted answer as text (a typed answer as JSON), or None.
+        output: the accepted answer as an object: an instance of ``output_type`` (the JSON value for
+            a schema dict), the text when the run has no ``output_type``; None without an answer.
+        steps: how many steps were asked of the model (a switch to prose mode costs none).
+        mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
+        usage: token totals, when the backend reported them.
+        transcript: every message and event, in order.
+        events: the events, as emitted.
+    """
+
+    stop: StopReason
+    reason: str
+    answer: str | None
+    steps: int
+    mode: Mode
+    usage: Usage | None
+    transcript: Transcript
+    events: tuple[Event, ...] = field(default=(), repr=False)
+    output: OutputT | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The run ended with an accepted answer."""
+        return self.stop is StopReason.ANSWERED
+
+    @property
+    def messages(self) -> list[Message]:
+        """The whole conversation, to continue it in another run (``history=``)."""
+        return self.transcript.messages
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as plain data (for ``--json``)."""
+        return {
+            "stop": self.stop.value,
+            "reason": self.reason,
+            "answer": self.answer,
+            "output": self.output if self.answer is None or isinstance(self.output, str) else json.loads(self.answer),
+            "steps": self.steps,
+            "mode": self.mode.value,
+            "usage": None if self.usage is None else self.usage.to_dict(),
+            "events": [e.to_dict() for e in self.events],
+        }
