@@ -30,8 +30,10 @@ from shapeloop.tools import Tool, tool
 _SNIFF_BYTES = 8192
 _MAX_LISTED = 200
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
-_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | _OPEN_FLAGS
+# POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
+_POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
 
 
 class Workspace:
@@ -42,6 +44,8 @@ class Workspace:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not _POSIX:
+            raise OSError("the workspace tools need a POSIX system (openat with O_NOFOLLOW): Linux or macOS")
         if not os.fspath(root):
             raise FileNotFoundError("the workspace root is empty: name a folder, e.g. --root .")
         real = Path(os.path.realpath(root))
