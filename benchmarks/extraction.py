@@ -159,7 +159,7 @@ def main() -> None:
     from benchmarks.common import MEASUREMENTS, write
 
     suite = json.loads((MEASUREMENTS / "suite.json").read_text())
-    recorded = [text for r in suite["records"] if r["mode"] == "prose" for text in r["prose_replies"]]
+    recorded = [text for r in suite["records"] if r.get("mode") == "prose" for text in r.get("prose_replies", [])]
     common = {"models": suite["models"], "settings": suite["settings"]}
     write("extraction", {"benchmark": "extraction", **common, **measure(recorded)})
     report.write(MEASUREMENTS)
