@@ -26,6 +26,7 @@ from shapeloop.errors import (
     SchemaRefused,
     ShapeloopError,
     ToolFailure,
+    TranscriptError,
     UnknownModel,
     UsageError,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "ToolStatus",
     "Toolbox",
     "Transcript",
+    "TranscriptError",
     "UnknownModel",
     "Usage",
     "UsageError",
