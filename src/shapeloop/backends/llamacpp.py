@@ -20,7 +20,7 @@ from shapeloop import models
 from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
-from shapeloop.brain import BaseBrain, Constraint, Finish, Message, Reply, Request, Usage
+from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import flat_schema
 
@@ -52,6 +52,8 @@ class LlamaCppBrain(BaseBrain):
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
     """
+
+    capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
 
     def __init__(
         self,
