@@ -73,6 +73,7 @@ def write(folder: Path) -> Path:
             ["model", "free tok/s", "grammar s/step", "grammar tok/s", "fast s/step", "fast effective tok/s",
              "fast decode calls/step", "step tokens", "fast / grammar time", "fast rate / free rate",
              "prompt tokens evaluated per step (cache reused)", "(cache not reused)"], rows), ""]  # fmt: skip
+    parts += typed_section(folder)
     out = folder / "README.md"
     out.write_text("\n".join(parts))
     return out
@@ -87,10 +88,15 @@ def _suite(folder: Path, suite: dict[str, Any]) -> list[str]:
     settings = suite.get("settings", {})
     title = f"## Task suite ({suite['tasks']} tasks; run took {suite['seconds'] / 60:.0f} min"
     title += f"; variant {settings['variant']})" if settings.get("variant", "shipped") != "shipped" else ")"
-    parts = [title, "", "Loop = `run_agent`, constrained. Raw = the same model asked once, no loop, one constrained "
-             "call with every tool's JSON in the prompt (it cannot see a result, so it can only finish tasks that "
-             "need no tool). First call: the right tool and arguments at step 1 on function-calling tasks. "
-             "Abstention: no tool called on tasks where none fits or none is needed.", ""]
+    parts = [
+        title,
+        "",
+        "Loop = `run_agent`, constrained. Raw = the same model asked once, no loop, one constrained "
+        "call with every tool's JSON in the prompt (it cannot see a result, so it can only finish tasks that "
+        "need no tool). First call: the right tool and arguments at step 1 on function-calling tasks. "
+        "Abstention: no tool called on tasks where none fits or none is needed.",
+        "",
+    ]
     summaries = suite["summaries"]
     models = list(dict.fromkeys(s["model"] for s in summaries))
     for split in ("test", "tune"):
@@ -135,8 +141,12 @@ def _kinds(summaries: list[dict[str, Any]], models: list[str]) -> list[str]:
                          _pct(raw_first)])  # fmt: skip
     if not rows:
         return []
-    return ["### By kind (test half)", "", _table(["model", "kind", "loop success", "raw success",
-                                                   "loop first step right", "raw first step right"], rows), ""]
+    return [
+        "### By kind (test half)",
+        "",
+        _table(["model", "kind", "loop success", "raw success", "loop first step right", "raw first step right"], rows),
+        "",
+    ]
 
 
 def _chart(folder: Path, suite: dict[str, Any]) -> bool:
@@ -166,3 +176,21 @@ def _chart(folder: Path, suite: dict[str, Any]) -> bool:
     fig.savefig(folder / "success.png", dpi=100)
     plt.close(fig)
     return True
+
+
+def typed_section(folder: Path) -> list[str]:
+    """The lines for ``typed.json`` (``python -m benchmarks.typed``): typed records and batched calls."""
+    typed = _load(folder, "typed")
+    if not typed:
+        return []
+    header = ["model", "setting", "tasks", "success", "valid answer", "mean steps", "mean tool calls",
+              "steps with 2+ calls", "rejected answers", "mean tokens", "s / task"]  # fmt: skip
+    parts = []
+    for task_set, title in (("typed", "Typed answers: records extracted from a file (output_type=)"),
+                            ("batch", "Batched calls: questions needing 2 to 4 independent reads")):  # fmt: skip
+        rows = [[s["model"], s["config"], s["tasks"], f"{s['success_rate']:.0%}", f"{s['valid_rate']:.0%}",
+                 s["mean_steps"], s["mean_tool_calls"], s["batch_steps"], s["rejected_answers"], s["mean_tokens"],
+                 s["mean_seconds"]] for s in typed["summaries"] if s["set"] == task_set]  # fmt: skip
+        if rows:
+            parts += [f"## {title}", "", _table(header, rows), ""]
+    return parts

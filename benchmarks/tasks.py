@@ -178,6 +178,7 @@ TASKS: tuple[Task, ...] = (
     Task(name="hello", kind="no_tool", prompt="Say hello.", check=anything),
 )  # fmt: skip
 
+
 def split_of(name: str, kind: str, names_of_kind: list[str]) -> str:
     """``tune`` or ``test``: within each kind, tasks ordered by a hash of their name alternate, so both
     halves hold every kind and no one chose which task went where."""

@@ -3,10 +3,12 @@
 import json
 
 import httpx
+import pydantic
 import pytest
 
 import fake_openai
-from helpers import answer_step
+import shapeloop
+from helpers import answer_step, tool_step
 from shapeloop import Usage, flat_schema, run_agent
 from shapeloop.brain import Request
 from shapeloop.errors import BackendError
@@ -63,7 +65,7 @@ def test_validation_error_is_fed_back_and_usage_is_counted() -> None:
     assert run.ok and run.answer == "teal"
     assert len(seen) == 2
     retry_messages = json.dumps(seen[1]["messages"])
-    assert "Field required" in retry_messages and "tool" in retry_messages
+    assert "'tool' is a required property" in retry_messages
     # both attempts are counted: the failed one cost tokens too
     assert run.usage == Usage(prompt_tokens=200, completion_tokens=20)
 
@@ -88,3 +90,56 @@ def test_a_bug_in_our_code_is_not_dressed_as_a_backend_error() -> None:
 
     with pytest.raises(TypeError, match="a bug"):
         InstructorBrain("m", client=Broken()).ask(Request(messages=[], schema=flat_schema()))
+
+
+def _tools_brain(arguments: list[str], seen: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+    """An instructor brain in TOOLS mode whose server answers each request with a call of ``Step``."""
+    from shapeloop.backends.instructor import InstructorBrain
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.read()))
+        body = _completion("", 100, 10)
+        body["choices"][0]["message"]["tool_calls"] = [  # type: ignore[index]
+            {"id": "c", "type": "function", "function": {"name": "Step", "arguments": arguments.pop(0)}}
+        ]
+        return httpx.Response(200, json=body)
+
+    client = openai.OpenAI(
+        api_key="x", base_url="http://test/v1", http_client=httpx.Client(transport=httpx.MockTransport(handler))
+    )
+    return InstructorBrain("m", client=instructor.from_openai(client, mode=instructor.Mode.TOOLS))
+
+
+class Colour(pydantic.BaseModel):
+    name: str
+    hex: str
+
+
+@shapeloop.tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return "teal #008080"
+
+
+def test_the_response_model_is_the_runs_schema_per_tool_and_typed() -> None:
+    seen: list[dict[str, object]] = []
+    typed = {"name": "teal", "hex": "#008080"}
+    brain = _tools_brain(
+        [tool_step("lookup", key="colour"), json.dumps({"reason": "r", "action": "answer", "tool": "", "args": {},
+                                                         "answer": typed})],
+        seen,
+    )  # fmt: skip
+    run = run_agent(brain, [lookup], "Colour?", output_type=Colour)
+    assert run.ok and run.output == Colour(**typed), run.reason
+    parameters = seen[0]["tools"][0]["function"]["parameters"]  # type: ignore[index]
+    expected = shapeloop.step_schema([lookup], answer_schema=Colour.model_json_schema())
+    assert parameters["anyOf"] == expected["anyOf"]
+
+
+def test_a_call_that_breaks_its_tools_schema_is_sent_back_with_that_tools_error() -> None:
+    seen: list[dict[str, object]] = []
+    brain = _tools_brain([tool_step("lookup", wrong="colour"), tool_step("lookup", key="colour")], seen)
+    reply = brain.ask(Request(messages=[{"role": "user", "content": "x"}], schema=shapeloop.step_schema([lookup])))
+    assert json.loads(reply.text)["args"] == {"key": "colour"}
+    retry = json.dumps(seen[1]["messages"])
+    assert "args: 'key' is a required property" in retry

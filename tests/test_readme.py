@@ -8,7 +8,7 @@ from pathlib import Path
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # The example talks to a server at 127.0.0.1:9000; here the server is TestBrain behind a mock transport.
-SERVER = '''
+SERVER = """
 
 import json as _json
 
@@ -29,7 +29,7 @@ def _on_the_fake_server(self, model, *, transport=None):
 
 
 MyBrain.__init__ = _on_the_fake_server
-'''
+"""
 
 
 def test_the_own_backend_example_passes_the_kit(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from shapeloop import UsageError, backends
 from shapeloop.cli import main
 
-PLUGIN = '''
+PLUGIN = """
 import json
 
 from shapeloop import BaseBrain, Capabilities, Reply, Request
@@ -34,7 +34,7 @@ def make(model, *, base_url=None, **options):
 
 def not_a_brain(model, **options):
     return "a string"
-'''
+"""
 
 
 @pytest.fixture

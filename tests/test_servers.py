@@ -68,6 +68,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 class TestOpenAICompatibleConformance(BrainConformance):
     model_calls_tools = False  # llama_cpp.server takes `tools`, but this model writes the call as text
+
     @pytest.fixture(autouse=True)
     def _server(self, server: str) -> None:
         self.url = server

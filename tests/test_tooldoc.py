@@ -127,4 +127,4 @@ def test_the_system_prompt_carries_every_tools_documentation_and_an_answer_only_
 def test_the_model_is_asked_with_the_documentation() -> None:
     brain = ScriptedBrain([answer_step("done")])
     run_agent(brain, [roots], "Roots of x^2 - 1?")
-    assert "default \"all\"" in brain.asked[0].messages[0]["content"]
+    assert 'default "all"' in brain.asked[0].messages[0]["content"]

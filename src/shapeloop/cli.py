@@ -13,9 +13,10 @@ from typing import Any
 
 from shapeloop import __version__, backends, models
 from shapeloop.brain import Brain, Message, ScriptedBrain
-from shapeloop.errors import ShapeloopError
+from shapeloop.errors import ShapeloopError, UsageError
 from shapeloop.events import ConsoleSink
 from shapeloop.loop import run_agent
+from shapeloop.output import typed_answer
 from shapeloop.run import AgentRun, StopReason
 from shapeloop.toolbox import Approver
 from shapeloop.tools import Tool, ToolCall
@@ -47,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("task", help="what to do, in words")
     _agent_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object for the whole run (for scripts)")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE.json",
+        help="a JSON schema the answer must match; the answer is printed as JSON",
+    )
     run.set_defaults(command=_cmd_run)
 
     chat = commands.add_parser("chat", help="an interactive agent that keeps the conversation across tasks")
@@ -96,6 +102,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    output_schema = _output_schema(args.output_schema)
     tools = workspace_tools(args.root, write=args.write)
     sink = None if args.json else ConsoleSink()
     with closing(_load_brain(args)) as brain:
@@ -108,6 +115,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             approve=_approver(args.approve),
             on_event=sink,
             transcript_path=args.transcript,
+            output_type=output_schema,
         )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
@@ -115,6 +123,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
     elif run.ok:
         print(run.answer)
     return _exit_status(run)
+
+
+def _output_schema(path: str | None) -> dict[str, Any] | None:
+    """The JSON schema in ``--output-schema FILE``, checked before any model is loaded."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read --output-schema {path}: {exc.strerror or exc}") from exc
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--output-schema {path} is not JSON: {exc}") from exc
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema {path} must hold a JSON schema (an object), not a {type(schema).__name__}")
+    try:
+        typed_answer(schema)
+    except ValueError as exc:
+        raise UsageError(f"--output-schema {path}: {' '.join(str(exc).split())}") from exc
+    return schema
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

@@ -123,4 +123,3 @@ def _write_typed(kind: str, schema: Mapping[str, Any], defs: Mapping[str, Any]) 
     if kind == "null":
         return None
     raise ValueError(f"TestBrain cannot write a value of type {kind!r}")
-

@@ -242,4 +242,5 @@ _STATUS_COLOR = {
     ToolStatus.ERROR: "31",
     ToolStatus.DENIED: "31",
     ToolStatus.REPEAT: "35",
+    ToolStatus.CANCELLED: "31",
 }

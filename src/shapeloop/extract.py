@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from shapeloop.step import Step
+from shapeloop.step import Batch, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
@@ -27,7 +27,7 @@ class Extraction:
     """What :func:`extract_step` found, and how.
 
     Attributes:
-        step: the step, or None when the reply holds none.
+        step: the step (a :class:`Batch` for several calls at once), or None when the reply holds none.
         objects: how many balanced ``{...}`` objects the scan found.
         chosen: index of the winning object, counting objects in the order they close; None when
             the whole reply was the step or no step was found.
@@ -36,7 +36,7 @@ class Extraction:
         error: why no step was found, or why the most recent object was not a step.
     """
 
-    step: Step | None
+    step: Step | Batch | None
     objects: int = 0
     chosen: int | None = None
     whole: bool = False
@@ -67,7 +67,7 @@ def extract_step(text: str) -> Extraction:
     stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
     for candidate in (text.strip(), _unwrap(text)):
         whole = _as_step(candidate)
-        if isinstance(whole, Step):
+        if not isinstance(whole, str):
             return Extraction(step=whole, whole=True, stripped=stripped)
     spans = [span for span in find_objects(text) if not _inside(span, regions)]
     return _last_step(text, spans, stripped)
@@ -173,13 +173,13 @@ def _last_step(text: str, spans: list[tuple[int, int]], stripped: tuple[str, ...
             error = error or "too many nested objects to read"
             break
         result = _as_step(text[start:end])
-        if isinstance(result, Step):
+        if not isinstance(result, str):
             return Extraction(step=result, objects=len(spans), chosen=index, stripped=stripped)
         error = error or result
     return Extraction(step=None, objects=len(spans), stripped=stripped, error=error)
 
 
-def _as_step(candidate: str) -> Step | str:
+def _as_step(candidate: str) -> Step | Batch | str:
     """The candidate as a step, or a short reason why it is not one."""
     if not candidate.startswith("{"):
         return "the reply is not a JSON object"
@@ -190,7 +190,7 @@ def _as_step(candidate: str) -> Step | str:
     if not isinstance(data, dict):
         return "the JSON is not an object"
     try:
-        return Step.model_validate(data)
+        return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)
     except ValidationError as exc:
         return "not a valid step: " + "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors()

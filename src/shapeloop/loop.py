@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,13 +40,12 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.guards import BarrenRepeats, Budget, CallRepeats
-from shapeloop.run import AgentRun, Mode, StopReason, Transcript
-from shapeloop.step import Step, flat_schema, step_schema
-from shapeloop.toolbox import Approver, Toolbox, ToolStatus
+from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
+from shapeloop.output import TypedAnswer, typed_answer
+from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
+from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema
+from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall
-
-Acceptor = Callable[[str], "bool | str"]
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -81,7 +80,7 @@ def run_agent(
     max_steps: int = 12,
     max_result_chars: int = 4000,
     stuck_limit: int = 2,
-    accept_answer: Acceptor | None = None,
+    accept_answer: Callable[[OutputT], bool | str] | None = None,
     approve: Approver | None = None,
     on_event: Sink | Sequence[Sink] | None = None,
     system: str | None = None,
@@ -95,7 +94,9 @@ def run_agent(
     history: Sequence[Message] | None = None,
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
-) -> AgentRun:
+    output_type: type[OutputT] | Mapping[str, Any] | None = None,
+    batch: bool = False,
+) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
     Args:
@@ -106,9 +107,9 @@ def run_agent(
         max_steps: steps before the run stops as ``max_steps``.
         max_result_chars: tool results longer than this are cut, with a marker.
         stuck_limit: repeats of one identical call (or barren reply) that stop the run.
-        accept_answer: ``accept_answer(text)`` returns True, or an objection that is put to the
+        accept_answer: ``accept_answer(answer)`` returns True, or an objection that is put to the
             model (it costs a step). Only the caller can tell a finished task from a model that
-            gave up.
+            gave up. It receives the text, or the validated object when ``output_type`` is given.
         approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
             False / a reason for refusing. Without it such tools are denied.
         on_event: a sink, or several, called with every event as it happens.
@@ -120,7 +121,8 @@ def run_agent(
         mode: ``constrained`` (the default; falls back to prose if the backend declares no
             schema support, refuses the schema or ignores it), ``prose`` from the start, or
             ``native`` (the backend's own tool calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema); a brain
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; with
+            ``output_type`` or ``batch``, every tool's arguments opened to any object); a brain
             that declares flat schemas only gets the flat one.
         max_reason_chars: bound on the length of ``reason`` in the schema.
         history: messages of an earlier run to continue from (e.g. ``previous.messages``).
@@ -129,6 +131,13 @@ def run_agent(
             can escalate).
         transcript_path: write the transcript here as JSON Lines when the run ends, however it
             ends (an exception or Ctrl-C included).
+        output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
+            schema (a dict). The answer variant of the step schema is then that schema; an answer
+            that does not validate goes back to the model with the validator's messages (it costs a
+            step). ``run.output`` holds the object, ``run.answer`` its JSON.
+        batch: let the model make several independent calls in one step
+            (``{"action": "calls", "calls": [...]}``); they run concurrently, except calls whose
+            tools share a ``lock_key``, and their results come back together, in the model's order.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
@@ -138,11 +147,18 @@ def run_agent(
     offered = list(toolbox.tools.values())
     brain = as_brain(brain)
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
+    typed = None if output_type is None else typed_answer(output_type)
+    answer_schema = None if typed is None else typed.schema
 
     def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
-        if flat:
-            return flat_schema(max_reason_chars=max_reason_chars)
-        return step_schema([t for t in offered if t.name not in excluded], max_reason_chars=max_reason_chars)
+        kept = [t for t in offered if t.name not in excluded]
+        full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
+        if not flat:
+            return full
+        # flat: every tool's arguments opened; a typed answer and the batch keep their shape
+        return (
+            flat_schema(max_reason_chars=max_reason_chars) if typed is None and not batch else fallback_schemas(full)[0]
+        )
 
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     run = _Run(
@@ -159,9 +175,12 @@ def run_agent(
         specs=[t.spec() for t in offered],
         on_repeat=on_repeat,
         task=task,
+        typed=typed,
+        batch=batch,
     )
+    prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
     earlier = [m for m in history or () if m["role"] != "system"]
-    opening = [Message(role="system", content=prompts.system_prompt(offered, prose=True, extra=system))]
+    opening = [Message(role="system", content=prompt)]
     opening += earlier
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     return run.execute(opening, transcript_path)
@@ -176,12 +195,14 @@ class _Run:
     mode: Mode
     max_steps: int
     stuck_limit: int
-    accept: Acceptor | None
+    accept: Callable[[Any], bool | str] | None
     sinks: list[Sink]
     budget: Budget
     specs: list[dict[str, Any]]
     on_repeat: Callable[[RepeatNoticed], None] | None = None
     task: str = ""
+    typed: TypedAnswer | None = None
+    batch: bool = False
     native_called: bool = False
     repeats: int = 0
     # After a repeated call, the next constrained step may not call that tool again: the model is
@@ -196,6 +217,7 @@ class _Run:
     barren: BarrenRepeats = field(default_factory=BarrenRepeats)
     step: int = 0
     answer: str | None = None
+    output: Any = None
     outcome: tuple[StopReason, str] | None = None
 
     def execute(self, opening: list[Message], transcript_path: str | os.PathLike[str] | None) -> AgentRun:
@@ -227,6 +249,7 @@ class _Run:
             usage=self.usage,
             transcript=self.transcript,
             events=tuple(self.events),
+            output=self.output,
         )
 
     def _one_step(self) -> None:
@@ -266,8 +289,10 @@ class _Run:
                 return
             step = found.step
         self._emit(ThoughtGiven(step=self.step, text=step.reason))
-        if step.action == "answer":
-            self._on_answer(step, reply.text)
+        if isinstance(step, Batch):
+            self._on_batch(step, reply.text)
+        elif step.action == "answer":
+            self._on_answer(step.answer, reply.text)
         else:
             self._on_tool(step)
 
@@ -327,6 +352,9 @@ class _Run:
         # The record keeps the calls in the step shape, so a later switch to another mode reads on.
         self._say("assistant", "\n".join(step.to_json() for step in steps))
         self._emit(ThoughtGiven(step=self.step, text=steps[0].reason))
+        if self.batch:
+            self._run_calls(list(reply.tool_calls))
+            return
         for step in steps:
             self._on_tool(step)
             if self.outcome is not None:
@@ -340,50 +368,104 @@ class _Run:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
         result = self.toolbox.run(call)
-        record = self.calls.observe(call, result.text)
-        status = ToolStatus.REPEAT if record.repeats else result.status
+        record = self._record(result)
+        self.barren.reset()
+        self.last_failure = _failure(result)
+        status = self._status(result, record).value
+        self._say("user", prompts.tool_feedback(result, record, status=status, task=self.task))
+        self._check_repeats([record])
+
+    def _on_batch(self, step: Batch, raw: str) -> None:
+        if not self.batch:
+            self._barren(raw, prompts.batch_off_feedback(), "batch")
+            return
+        self._run_calls([ToolCall(tool=call.tool, args=call.args) for call in step.calls])
+
+    def _run_calls(self, calls: list[ToolCall]) -> None:
+        """Run the calls of one step as a batch, and put every result back in one turn."""
+        for call in calls:
+            self._emit(ToolCalled(step=self.step, call=call))
+        results = self.toolbox.run_batch(calls)
+        records = [self._record(result) for result in results]
+        self.barren.reset()
+        self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
+        statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
+        self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
+        self._check_repeats(records)
+
+    @staticmethod
+    def _status(result: ToolResult, record: CallRecord) -> ToolStatus:
+        return ToolStatus.REPEAT if record.repeats else result.status
+
+    def _record(self, result: ToolResult) -> CallRecord:
+        """Count the call for repeats and tell the sinks how it went."""
+        record = self.calls.observe(result.call, result.text)
         self._emit(
             ToolReturned(
                 step=self.step,
-                call=call,
-                status=status,
+                call=result.call,
+                status=self._status(result, record),
                 text=result.text,
                 chars=result.chars,
                 truncated=result.truncated,
                 repeats=record.repeats,
             )
         )
-        self.barren.reset()
-        self.last_failure = result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED) else None
-        self._say("user", prompts.tool_feedback(result, record, status=status.value, task=self.task))
-        if record.repeats >= self.stuck_limit:
-            same = record.repeats + 1
-            detail = (
-                "with the same result each time"
-                if same == record.times
-                else f"and the last {same} calls returned the same result"
-            )
-            self._finish(
-                StopReason.STUCK,
-                f"{call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
-            )
-        elif record.repeats:
-            self.excluded = frozenset({call.tool})
-            self._repeating(RepeatNoticed(step=self.step, what=str(call), times=record.times))
+        return record
 
-    def _on_answer(self, step: Step, raw: str) -> None:
-        text = step.answer
-        if not text.strip():
-            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer is empty"))
+    def _check_repeats(self, records: list[CallRecord]) -> None:
+        """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call,
+        and keep its tool out of the next constrained step."""
+        for record in records:
+            if record.repeats >= self.stuck_limit:
+                same = record.repeats + 1
+                detail = (
+                    "with the same result each time"
+                    if same == record.times
+                    else f"and the last {same} calls returned the same result"
+                )
+                self._finish(
+                    StopReason.STUCK,
+                    f"{record.call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
+                )
+                return
+        repeating = [record for record in records if record.repeats]
+        if repeating:
+            self.excluded = frozenset(record.call.tool for record in repeating)
+        for record in repeating:
+            self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
+
+    def _on_answer(self, answer: Any, raw: str) -> None:
+        if self.typed is not None:
+            checked = self.typed.check(answer)
+            if checked.errors:
+                shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+                objection = "the answer does not match the output type: " + "; ".join(checked.errors)
+                self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
+                # identical answers fail identically, whatever the reason around them says
+                failure = "invalid answer " + json.dumps(answer, sort_keys=True, default=str)
+                self._barren(failure, prompts.invalid_answer_feedback(checked.errors), "invalid-answer")
+                return
+            value, text = checked.value, checked.text
+        elif not isinstance(answer, str):
+            shown = json.dumps(answer, ensure_ascii=False)
+            self._emit(AnswerRejected(step=self.step, text=shown, objection="the answer is not text"))
+            self._barren(raw, prompts.answer_not_text_feedback(), "non-text-answer")
+            return
+        elif not answer.strip():
+            self._emit(AnswerRejected(step=self.step, text=answer, objection="the answer is empty"))
             self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
             return
-        if self._echoes_failure(text):
-            self._emit(AnswerRejected(step=self.step, text=text, objection="the answer repeats a failed call's error"))
+        elif self._echoes_failure(answer):
+            objection = "the answer repeats a failed call's error"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.error_answer_feedback(), "error-echo")
             return
-        verdict: bool | str = True if self.accept is None else self.accept(text)
+        else:
+            value = text = answer
+        verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
-            self.answer = text
+            self.answer, self.output = text, value
             self._emit(AnswerGiven(step=self.step, text=text))
             self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
             return
@@ -421,9 +503,9 @@ class _Run:
         if self.on_repeat is not None:
             self.on_repeat(event)
 
-    def _names_no_tool(self, step: Step) -> str | None:
+    def _names_no_tool(self, step: Step | Batch) -> str | None:
         """The shape error of a tool step that names no tool, or None."""
-        if step.action != "tool" or step.tool.strip():
+        if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
             return None
         offered = ", ".join(sorted(self.toolbox.tools)) or "none"
         return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
@@ -450,6 +532,11 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _failure(result: ToolResult) -> str | None:
+    """The result's text while it is an error or a refusal (an answer may not pass it off)."""
+    return result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED, ToolStatus.CANCELLED) else None
 
 
 def _ignored_schema(reply: Reply) -> str | None:

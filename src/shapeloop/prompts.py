@@ -7,7 +7,9 @@ documentation, the rule for when no tool fits, and feedback that names the task 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from shapeloop.guards import CallRecord
 from shapeloop.toolbox import ToolResult
@@ -28,8 +30,7 @@ _RULES = [
     'no tool, do not call one: give your answer (action "answer"), and if you cannot do the task, say so.',
     "Take argument values from the task as it gives them (names, numbers, units, code). Leave out "
     "optional arguments the task does not ask for.",
-    "You cannot see files or anything else except through the tools: do not guess what a tool would "
-    "return, call it.",
+    "You cannot see files or anything else except through the tools: do not guess what a tool would return, call it.",
     "After a tool call, the next message gives its result. Your answer says what the results say. A "
     "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
 ]
@@ -53,14 +54,36 @@ _PROSE = "Reply with the JSON object only: no other text before or after it."
 
 DOC_STYLE: DocStyle = "outline"
 
+_BATCH = (
+    'To make several independent calls in one step, reply with action "calls" and the list of calls, '
+    'instead of "tool", "args" and "answer":\n'
+    + json.dumps(
+        {"reason": "I need the weather in two cities", "action": "calls",
+         "calls": [{"tool": "get_weather", "args": {"city": "Oslo"}},
+                   {"tool": "get_weather", "args": {"city": "Bergen"}}]}
+    )
+    + "\nThe results come back together, in the same order."
+)  # fmt: skip
 
-def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = None) -> str:
+_NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
+
+
+def system_prompt(
+    tools: Sequence[Tool],
+    *,
+    prose: bool,
+    extra: str | None = None,
+    answer_schema: Mapping[str, Any] | None = None,
+    batch: bool = False,
+) -> str:
     """The system prompt for a run with these tools.
 
     Args:
         tools: the tools advertised to the model, each with its whole documentation.
         prose: the backend cannot enforce the schema, so say plainly that only JSON is wanted.
         extra: the caller's own instructions, appended.
+        answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
+        batch: the model may make several calls in one step.
     """
     lines = [_INTRO, _FORMAT, ""]
     if tools:
@@ -70,6 +93,14 @@ def system_prompt(tools: Sequence[Tool], *, prose: bool, extra: str | None = Non
     lines += ["", "Rules:", *(f"- {rule}" for rule in _RULES)]
     if tools:
         lines += ["", _EXAMPLE]
+    if tools and batch:
+        lines += ["", _BATCH]
+    if answer_schema is not None:
+        lines += [
+            "",
+            'In this task "answer" is not text: it is a JSON value matching this schema, filled in '
+            f"from what the tools return: {_schema_text(answer_schema)}",
+        ]
     if prose:
         lines.append(_PROSE)
     if extra:
@@ -84,8 +115,7 @@ def task_message(task: str, *, continued: bool) -> str:
 
 
 _NEXT = (
-    'If this result answers the task, reply with action "answer" now and say what it says; otherwise call '
-    "another tool."
+    'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 RESTATE_TASK = False
@@ -104,6 +134,39 @@ def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, task: 
             "or give your answer."
         )
     return text
+
+
+def batch_feedback(
+    results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str], task: str = ""
+) -> str:
+    """The user turn that carries the results of a batch back, in the order of the calls, with the task."""
+    parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
+    for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
+        part = f"[{number}] {result.call}:\n{result.text}"
+        if status == "repeat":
+            part += f"\n(Note: you made this same call {record.times} times and got this same result each time.)"
+        parts.append(part)
+    parts.append(_NEXT_BATCH + (f"\nThe task: {_clip(task, 600)}" if task else ""))
+    return "\n\n".join(parts)
+
+
+def batch_off_feedback() -> str:
+    """After a batch of calls in a run that takes one call a step."""
+    return 'This run takes one call a step: reply with action "tool" and one call, or with action "answer".'
+
+
+def invalid_answer_feedback(errors: Sequence[str]) -> str:
+    """After an answer that does not validate against the run's output type."""
+    listed = "\n".join(f"- {_clip(error, 200)}" for error in errors)
+    return (
+        f"Your answer does not match the required schema:\n{listed}\n"
+        'Reply again with a corrected "answer", or call a tool to find what is missing.'
+    )
+
+
+def answer_not_text_feedback() -> str:
+    """After an answer that is an object or a number where text is wanted."""
+    return 'Your answer must be text: put your answer to the task in "answer" as a string, or call a tool.'
 
 
 def unreadable_feedback(error: str) -> str:
@@ -138,6 +201,19 @@ def error_answer_feedback() -> str:
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
     return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
+
+
+def _schema_text(schema: Mapping[str, Any]) -> str:
+    """A schema as compact JSON without pydantic's titles, which only lengthen the prompt."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(schema), ensure_ascii=False, separators=(",", ":"))
 
 
 def _clip(text: str, limit: int = 300) -> str:

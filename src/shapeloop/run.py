@@ -11,7 +11,9 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from shapeloop.brain import Message, Usage
 
@@ -87,14 +89,20 @@ class Transcript:
         return len(self.entries)
 
 
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's answer: ``output_type``'s, or Any (text, or the JSON value for a schema dict)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class AgentRun:
+class AgentRun(Generic[OutputT]):
     """How a run went.
 
     Attributes:
         stop: why it ended; only ``answered`` carries an accepted answer.
         reason: a sentence a person can read, naming the facts (the call, the count, the limit).
-        answer: the accepted answer, or None.
+        answer: the accepted answer as text (a typed answer as JSON), or None.
+        output: the accepted answer as an object: an instance of ``output_type`` (the JSON value for
+            a schema dict), the text when the run has no ``output_type``; None without an answer.
         steps: how many steps were asked of the model (a switch to prose mode costs none).
         mode: the mode the run ended in: ``constrained`` or ``prose`` (or ``native``).
         usage: token totals, when the backend reported them.
@@ -110,6 +118,7 @@ class AgentRun:
     usage: Usage | None
     transcript: Transcript
     events: tuple[Event, ...] = field(default=(), repr=False)
+    output: OutputT | None = None
 
     @property
     def ok(self) -> bool:
@@ -127,6 +136,7 @@ class AgentRun:
             "stop": self.stop.value,
             "reason": self.reason,
             "answer": self.answer,
+            "output": self.output if self.answer is None or isinstance(self.output, str) else json.loads(self.answer),
             "steps": self.steps,
             "mode": self.mode.value,
             "usage": None if self.usage is None else self.usage.to_dict(),

@@ -3,6 +3,9 @@
 Every field is required. That is measured, not tidy: under constrained decoding a small model stops at
 what the schema demands, and with ``tool`` and ``args`` optional granite4:350m answered
 ``{"reason": "...", "action": "tool"}``, an action with no verb.
+
+A run may also take a typed answer (the answer variant's ``answer`` is then the caller's schema) and
+batches (a :class:`Batch` step carries several independent calls at once).
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ if TYPE_CHECKING:
     from shapeloop.tools import Tool
 
 FIELDS = ("reason", "action", "tool", "args", "answer")
+BATCH_FIELDS = ("reason", "action", "calls")
+MAX_BATCH = 8
+"""The most calls one batch step may carry (an unbounded list lets a looping model fill its token budget)."""
+# Where a typed answer's ``$defs`` go; a tool's prefix is made of letters, digits and ``_``, so never this.
+ANSWER_DEFS = "answer."
 
 
 class Step(BaseModel):
@@ -29,7 +37,31 @@ class Step(BaseModel):
     action: Literal["tool", "answer"]
     tool: str
     args: dict[str, Any]
-    answer: str
+    answer: Any
+    """Text; in a run with a typed answer (``output_type=``), any JSON value, which the run validates."""
+
+    def to_json(self) -> str:
+        """The step as compact JSON, fields in schema order."""
+        return json.dumps(self.model_dump(), ensure_ascii=False)
+
+
+class Call(BaseModel):
+    """One call of a :class:`Batch`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tool: str
+    args: dict[str, Any]
+
+
+class Batch(BaseModel):
+    """A step that makes several independent calls at once (a run with ``batch=True``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    reason: str
+    action: Literal["calls"]
+    calls: list[Call]
 
     def to_json(self) -> str:
         """The step as compact JSON, fields in schema order."""
@@ -49,49 +81,104 @@ def flat_schema(*, max_reason_chars: int | None = None) -> dict[str, Any]:
     )
 
 
-def step_schema(tools: Iterable[Tool], *, max_reason_chars: int | None = None) -> dict[str, Any]:
-    """The per-run schema: one variant per tool, and one for the answer.
+def step_schema(
+    tools: Iterable[Tool],
+    *,
+    max_reason_chars: int | None = None,
+    answer_schema: Mapping[str, Any] | None = None,
+    batch: bool = False,
+) -> dict[str, Any]:
+    """The per-run schema: one variant per tool, one for the answer, and one for a batch if asked.
 
     In a tool's variant ``tool`` is that tool's name, ``args`` is that tool's own argument schema
     and ``answer`` is ``""``; in the answer variant ``tool`` is ``""``, ``args`` is ``{}`` and
-    ``answer`` is a non-empty string. ``reason`` comes first in every variant, so the model thinks
-    before it commits. ``$defs`` of the tools' schemas are hoisted to the top, renamed per tool.
+    ``answer`` is a non-empty string, or ``answer_schema``. ``reason`` comes first in every variant,
+    so the model thinks before it commits. ``$defs`` of the tools' schemas (and of the answer's) are
+    hoisted to the top, renamed per tool.
 
     Args:
         tools: the tools advertised to the model in this run.
         max_reason_chars: bound on the length of ``reason`` (stops a tiny model that repeats itself
             inside the string from eating the token budget).
+        answer_schema: the JSON schema of a typed answer; objects in it that do not say otherwise
+            are closed (``additionalProperties: false``), so decoding cannot wander into extra keys.
+        batch: add a variant ``{"reason", "action": "calls", "calls": [...]}`` whose calls are
+            each constrained by their tool's argument schema (1 to ``MAX_BATCH`` of them).
     """
+    tools = list(tools)
     variants: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
-    for tool in tools:
-        args = _hoist_defs(tool.parameters, prefix=_def_prefix(tool.name), into=defs)
-        variants.append(
-            _object(
-                {
-                    "reason": _reason(max_reason_chars),
-                    "action": {"const": "tool"},
-                    "tool": {"const": tool.name},
-                    "args": args,
-                    "answer": {"const": ""},
-                }
-            )
-        )
-    variants.append(
-        _object(
-            {
-                "reason": _reason(max_reason_chars),
-                "action": {"const": "answer"},
-                "tool": {"const": ""},
-                "args": {"type": "object", "properties": {}, "additionalProperties": False},
-                "answer": {"type": "string", "minLength": 1},
-            }
-        )
-    )
+    arguments = {tool.name: _arguments(tool, into=defs) for tool in tools}
+    for name, args in arguments.items():
+        variants.append(_object({
+            "reason": _reason(max_reason_chars), "action": {"const": "tool"}, "tool": {"const": name},
+            "args": args, "answer": {"const": ""},
+        }))  # fmt: skip
+    if batch and arguments:
+        calls = [_object({"tool": {"const": name}, "args": args}) for name, args in arguments.items()]
+        variants.append(_batch_variant(calls, max_reason_chars))
+    answer = {"type": "string", "minLength": 1}
+    if answer_schema is not None:
+        answer = _hoist_defs(_closed(answer_schema), prefix=ANSWER_DEFS, into=defs)
+    variants.append(_answer_variant(answer, max_reason_chars))
     schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"anyOf": variants}
     if defs:
         schema = {**schema, "$defs": defs}
     return schema
+
+
+def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Looser schemas for an engine that cannot compile ``schema``, strictest first.
+
+    A plain run falls back to :func:`flat_schema`. A run with a typed answer or batches keeps them:
+    first with every tool's arguments opened to any object, then also with the answer opened to any
+    JSON value (the run still validates it, and says what is wrong).
+    """
+    variants = list(schema.get("anyOf", [schema]))
+    answer = next((v for v in variants if _action(v) == "answer"), None)
+    batched = any(_action(v) == "calls" for v in variants)
+    typed = answer is not None and answer["properties"]["answer"] != {"type": "string", "minLength": 1}
+    if answer is None or not (typed or batched):
+        return [flat_schema()]
+    tool_variant = _object({
+        "reason": {"type": "string"}, "action": {"const": "tool"}, "tool": {"type": "string"},
+        "args": {"type": "object"}, "answer": {"const": ""},
+    })  # fmt: skip
+    loose: list[dict[str, Any]] = [tool_variant]
+    if batched:
+        loose.append(_batch_variant([_object({"tool": {"type": "string"}, "args": {"type": "object"}})], None))
+    defs = {k: v for k, v in (schema.get("$defs") or {}).items() if k.startswith(ANSWER_DEFS)}
+    kept = {"anyOf": [*loose, answer], **({"$defs": defs} if defs else {})}
+    opened = {"anyOf": [*loose, _answer_variant({}, None)]}
+    return [kept, opened] if typed else [kept]
+
+
+def _action(variant: Mapping[str, Any]) -> Any:
+    return (variant.get("properties") or {}).get("action", {}).get("const")
+
+
+def _answer_variant(answer: dict[str, Any], max_reason_chars: int | None) -> dict[str, Any]:
+    return _object({
+        "reason": _reason(max_reason_chars), "action": {"const": "answer"}, "tool": {"const": ""},
+        "args": {"type": "object", "properties": {}, "additionalProperties": False}, "answer": answer,
+    })  # fmt: skip
+
+
+def _batch_variant(calls: list[dict[str, Any]], max_reason_chars: int | None) -> dict[str, Any]:
+    items = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    return _object({
+        "reason": _reason(max_reason_chars), "action": {"const": "calls"},
+        "calls": {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BATCH},
+    })  # fmt: skip
+
+
+def _arguments(tool: Tool, *, into: dict[str, Any]) -> dict[str, Any]:
+    """A tool's argument schema with its ``$defs`` moved into ``into``; an object, closed unless it says."""
+    args = _hoist_defs(tool.parameters, prefix=_def_prefix(tool.name), into=into)
+    args.setdefault("type", "object")
+    if args["type"] == "object" and "additionalProperties" not in args:
+        args["additionalProperties"] = False
+    return args
 
 
 def _reason(max_chars: int | None) -> dict[str, Any]:
@@ -114,7 +201,7 @@ def _def_prefix(name: str) -> str:
 
 
 def _hoist_defs(parameters: Mapping[str, Any], *, prefix: str, into: dict[str, Any]) -> dict[str, Any]:
-    """Copy a tool's argument schema, moving its ``$defs`` into ``into`` under prefixed names."""
+    """Copy a schema, moving its ``$defs`` into ``into`` under prefixed names."""
     args = copy.deepcopy(dict(parameters))
     local = args.pop("$defs", None) or args.pop("definitions", None) or {}
     renames = {name: prefix + name for name in local}
@@ -133,8 +220,26 @@ def _hoist_defs(parameters: Mapping[str, Any], *, prefix: str, into: dict[str, A
 
     for old, body in local.items():
         into[renames[old]] = rewrite(body)
-    args = rewrite(args)
-    args.setdefault("type", "object")
-    if args["type"] == "object" and "additionalProperties" not in args:
-        args["additionalProperties"] = False
-    return dict(args)
+    return dict(rewrite(args))
+
+
+def _closed(schema: Any, *, in_all_of: bool = False) -> Any:
+    """A copy of a schema in which every object with ``properties`` and no word on extra keys forbids them.
+
+    Not inside ``allOf``, where each part must stay open for the others' keys.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    for key in ("properties", "patternProperties", "$defs", "definitions"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = {name: _closed(sub) for name, sub in out[key].items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(out.get(key), list):
+            out[key] = [_closed(sub, in_all_of=key == "allOf") for sub in out[key]]
+    for key in ("items", "additionalProperties", "not", "contains"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = _closed(out[key])
+    if "properties" in out and not in_all_of and "additionalProperties" not in out and "patternProperties" not in out:
+        out["additionalProperties"] = False
+    return out

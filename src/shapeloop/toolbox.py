@@ -1,14 +1,17 @@
 """The run's tool policy: which tools are offered, approval, truncation, and running a call safely.
 
 Whatever goes wrong in a call (bad arguments, an unknown name, an exception, a refusal) comes back
-as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never dies of a tool.
+as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never dies of a tool. The
+calls of one batch run concurrently, except those that share a lock key; a refusal cancels the
+whole batch (``CANCELLED: ...``).
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +22,14 @@ Approver = Callable[[ToolCall], "bool | str"]
 
 
 class ToolStatus(enum.StrEnum):
-    """How a tool call went. ``REPEAT`` is an identical call with an identical result."""
+    """How a tool call went. ``REPEAT`` is an identical call with an identical result; ``CANCELLED``
+    a call of a batch in which one call was refused, so none ran."""
 
     OK = "ok"
     ERROR = "error"
     DENIED = "denied"
     REPEAT = "repeat"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +94,49 @@ class Toolbox:
 
     def run(self, call: ToolCall) -> ToolResult:
         """Run a call: check it, gate it, call the tool, and render what came back."""
-        status, text = self._outcome(call)
+        problem = self._problem(call)
+        if problem is not None:
+            return self._result(call, *problem)
+        refusal = self._refusal(call)
+        if refusal is not None:
+            return self._result(call, ToolStatus.DENIED, _denied(call, refusal))
+        return self._result(call, *self._execute(call))
+
+    def run_batch(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run the calls of one step; the results are in the order of ``calls``.
+
+        Every call is checked first and every acting call put to the approver, in order. If one is
+        refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
+        except that calls sharing a lock key run one after another in the order given.
+        """
+        outcomes: list[tuple[ToolStatus, str] | None] = [self._problem(call) for call in calls]
+        for index, call in enumerate(calls):
+            refusal = None if outcomes[index] is not None else self._refusal(call)
+            if refusal is not None:
+                return [
+                    self._result(other, ToolStatus.CANCELLED, _cancelled(call, refusal, itself=i == index))
+                    for i, other in enumerate(calls)
+                ]
+        lanes: dict[tuple[str, Any], list[int]] = {}
+        for index, call in enumerate(calls):
+            if outcomes[index] is None:
+                key = self.tools[call.tool].lock(call.args)
+                lanes.setdefault(("lock", key) if key is not None else ("alone", index), []).append(index)
+
+        def run_lane(indexes: list[int]) -> None:
+            for index in indexes:
+                outcomes[index] = self._execute(calls[index])
+
+        if len(lanes) == 1:
+            run_lane(next(iter(lanes.values())))
+        elif lanes:
+            with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="shapeloop-tool") as pool:
+                list(pool.map(run_lane, lanes.values()))
+        done = [outcome for outcome in outcomes if outcome is not None]
+        assert len(done) == len(calls), "every call of the batch has an outcome"
+        return [self._result(call, *outcome) for call, outcome in zip(calls, done, strict=True)]
+
+    def _result(self, call: ToolCall, status: ToolStatus, text: str) -> ToolResult:
         return ToolResult(
             call=call,
             status=status,
@@ -98,24 +145,28 @@ class Toolbox:
             truncated=len(text) > self._limit,
         )
 
-    def _outcome(self, call: ToolCall) -> tuple[ToolStatus, str]:
+    def _problem(self, call: ToolCall) -> tuple[ToolStatus, str] | None:
+        """Why the call cannot run as written (an unknown tool, bad arguments), or None."""
         chosen = self.tools.get(call.tool)
         if chosen is None:
             return self._not_available(call.tool)
         problem = chosen.argument_errors(call.args)
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
-        if chosen.needs_approval:
-            verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
-            if verdict is not True:
-                why = verdict if isinstance(verdict, str) and verdict else "the user said no"
-                return (
-                    ToolStatus.DENIED,
-                    f"DENIED: {call.tool} was not approved ({why}). "
-                    "Do not retry it; answer without it or use another tool.",
-                )
+        return None
+
+    def _refusal(self, call: ToolCall) -> str | None:
+        """Why the approver refused an acting tool's call, or None."""
+        if not self.tools[call.tool].needs_approval:
+            return None
+        verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
+        if verdict is True:
+            return None
+        return verdict if isinstance(verdict, str) and verdict else "the user said no"
+
+    def _execute(self, call: ToolCall) -> tuple[ToolStatus, str]:
         try:
-            return ToolStatus.OK, render(chosen.fn(**call.args))
+            return ToolStatus.OK, render(self.tools[call.tool].fn(**call.args))
         except ToolFailure as exc:
             return ToolStatus.ERROR, f"ERROR: {exc}"
         except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
@@ -129,6 +180,17 @@ class Toolbox:
                 f"DENIED: tool {name!r} is not permitted in this run. Available tools: {offered}.",
             )
         return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
+
+
+def _denied(call: ToolCall, why: str) -> str:
+    return f"DENIED: {call.tool} was not approved ({why}). Do not retry it; answer without it or use another tool."
+
+
+def _cancelled(refused: ToolCall, why: str, *, itself: bool) -> str:
+    """What the model reads for each call of a batch in which ``refused`` was not approved."""
+    if itself:
+        return f"CANCELLED: {refused.tool} was not approved ({why}), so the whole batch was cancelled: none of it ran."
+    return f"CANCELLED: this call did not run: the batch was cancelled because {refused} was not approved ({why})."
 
 
 def render(value: Any) -> str:

@@ -39,9 +39,9 @@ def render_tools(tools: Iterable[Tool], style: DocStyle = "outline") -> str:
 def outline(tool: Tool) -> str:
     """A tool as a signature line and one line per parameter, for example::
 
-        convert(amount, unit): Convert a length.
-          - amount (number, required): how much.
-          - unit (string, optional, one of "km", "mi", default "km"): the unit to convert to.
+    convert(amount, unit): Convert a length.
+      - amount (number, required): how much.
+      - unit (string, optional, one of "km", "mi", default "km"): the unit to convert to.
     """
     params = dict(tool.parameters)
     defs = {**params.get("definitions", {}), **params.get("$defs", {})}

@@ -1,7 +1,7 @@
 """The tool type, building a tool from a typed function, and argument validation.
 
 A tool takes JSON arguments and returns text; the run's policy for calling one (allow, deny,
-approval, truncation) is :mod:`shapeloop.toolbox`'s.
+approval, truncation, batches) is :mod:`shapeloop.toolbox`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pydantic import ConfigDict, ValidationError, create_model
 
 from shapeloop.errors import ToolFailure
 
+LockKey = str | Callable[[Mapping[str, Any]], "str | None"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Tool:
@@ -32,6 +34,10 @@ class Tool:
         fn: called as ``fn(**args)``; returns text (anything else is rendered as JSON or str).
         needs_approval: the tool acts on the world, so it runs only if the run's ``approve``
             says yes.
+        lock_key: calls of one batch that share a lock key run one after another, in the order the
+            model wrote them; the rest run concurrently. A string (every call of this tool, and of
+            any tool with the same key) or a function of the arguments (``lambda args:
+            args["path"]``: calls on one file); None runs concurrently.
     """
 
     name: str
@@ -39,6 +45,7 @@ class Tool:
     parameters: Mapping[str, Any]
     fn: Callable[..., Any] = field(repr=False)
     needs_approval: bool = False
+    lock_key: LockKey | None = field(default=None, repr=False)
     _validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -64,6 +71,10 @@ class Tool:
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{where}: {error.message}" if where else error.message
 
+    def lock(self, args: Mapping[str, Any]) -> str | None:
+        """The lock key of a call with ``args``, or None."""
+        return self.lock_key(args) if callable(self.lock_key) else self.lock_key
+
     def spec(self) -> dict[str, Any]:
         """The tool in OpenAI's function format, as native tool APIs take it."""
         return {
@@ -85,7 +96,11 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, needs_approval: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: bool = False,
+    lock_key: LockKey | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -96,8 +111,9 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     needs_approval: bool = False,
+    lock_key: LockKey | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True)``.
+    """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True, lock_key="disk")``.
 
     The name comes from ``__name__``, the description from the docstring's first paragraph, the
     argument schema from the signature (pydantic builds it), and each argument's description from
@@ -121,6 +137,7 @@ def tool(
             parameters=schema,
             fn=call,
             needs_approval=needs_approval,
+            lock_key=lock_key,
         )
 
     return build if fn is None else build(fn)

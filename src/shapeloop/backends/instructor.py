@@ -1,28 +1,36 @@
-"""instructor: a validated :class:`~shapeloop.Step` from any provider instructor supports, with
-its validation retries feeding the error back to the model, and its token usage counted in the run."""
+"""instructor: a validated step from any provider instructor supports, with its validation retries
+feeding the error back to the model, and its token usage counted in the run.
+
+instructor takes a pydantic model (``response_model``), and the loop asks with a JSON schema (one
+variant per tool, the typed answer, the batch). So each schema gets its own response model, made once
+per brain: it declares the run's schema as its own and validates with it.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
+import jsonschema
+import jsonschema.exceptions
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Reply, Request, SchemaSupport, Usage
 from shapeloop.errors import BackendError, BackendTimeout, BackendUnavailable, SchemaRefused
-from shapeloop.step import Step, flat_schema
 
 
 class InstructorBrain(BaseBrain):
-    """A brain that asks instructor for a :class:`Step`.
+    """A brain that asks instructor for a step.
 
-    The schema of each question is the step model itself, so instructor's mode decides how it is
-    asked (``JSON`` puts the schema in the prompt and asks for a JSON object; ``TOOLS`` uses a tool
-    call; ``MD_JSON`` reads a fenced block). A reply that does not validate is sent back with the
-    validation error, up to ``max_retries`` times.
+    The response model of each question is made from its schema (:func:`response_model`);
+    instructor's mode decides how it is asked (``JSON`` puts the schema in the prompt and asks for a
+    JSON object; ``TOOLS`` uses a tool call; ``MD_JSON`` reads a fenced block). A reply that does
+    not validate is sent back with the validation error, up to ``max_retries`` times.
 
     Args:
         model: the model name.
@@ -78,8 +86,9 @@ class InstructorBrain(BaseBrain):
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self._models: dict[str, type[BaseModel]] = {}
 
-    capabilities = Capabilities(schema=SchemaSupport.FLAT)
+    capabilities = Capabilities(schema=SchemaSupport.FULL)
 
     def close(self) -> None:
         """Close the client this brain made (a client passed in stays its owner's to close)."""
@@ -87,8 +96,8 @@ class InstructorBrain(BaseBrain):
             self._owned.close()
 
     def ask(self, request: Request) -> Reply:
-        """Ask for a validated step (the flat step, whatever schema is asked for), or for prose
-        when no schema is; the reply text is the step as JSON."""
+        """Ask for a step valid under the request's schema, or for prose when there is none; the
+        reply text is the step as JSON."""
         if request.tools is not None:
             raise SchemaRefused("instructor takes no native tools here", backend="instructor")
         options = {
@@ -98,11 +107,70 @@ class InstructorBrain(BaseBrain):
         with mapped_errors(self._errors, backend="instructor"):
             if request.schema is None:
                 return _prose(self.client.chat.completions.create(response_model=None, **options))
-            step, completion = self.client.chat.completions.create_with_completion(response_model=Step, **options)
-        applied = Constraint.SCHEMA if dict(request.schema or {}) == flat_schema() else Constraint.FLAT
-        return Reply(
-            text=step.to_json(), usage=_usage(completion), finish=Finish.STOP, applied=applied, engine="instructor"
-        )
+            model = self._model(request.schema)
+            step, completion = self.client.chat.completions.create_with_completion(response_model=model, **options)
+        text = json.dumps(step.model_dump(), ensure_ascii=False)
+        return Reply(text=text, usage=_usage(completion), finish=Finish.STOP, applied=Constraint.SCHEMA,
+                     engine="instructor")  # fmt: skip
+
+    def _model(self, schema: Mapping[str, Any]) -> type[BaseModel]:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._models:
+            self._models[key] = response_model(schema)
+        return self._models[key]
+
+
+def response_model(schema: Mapping[str, Any]) -> type[BaseModel]:
+    """A pydantic model whose JSON schema is ``schema`` and whose validation is ``schema``'s.
+
+    instructor sends the model's JSON schema (as the function's parameters, a ``response_format`` or
+    in the prompt, by mode) and feeds a validation error back to the model; both are then the run's.
+    """
+    declared = {"title": "Step", **copy.deepcopy(dict(schema))}
+    validator = jsonschema.validators.validator_for(declared)(declared)
+
+    class Step(BaseModel):
+        """One step: call one tool, make several calls, or give the answer."""
+
+        model_config = ConfigDict(extra="allow")
+
+        @model_validator(mode="before")
+        @classmethod
+        def _matches_the_schema(cls, data: Any) -> Any:
+            problem = _explain(validator, declared, data)
+            if problem is not None:
+                raise ValueError(problem)
+            return data
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return copy.deepcopy(declared)
+
+    return Step
+
+
+def _explain(validator: Any, schema: Mapping[str, Any], data: Any) -> str | None:
+    """What is wrong with ``data``, said of the variant it meant (the one with its action and tool)."""
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return None
+    meant = _variant_meant(schema, data)
+    if meant is not None:
+        errors = list(validator.evolve(schema={**meant, "$defs": schema.get("$defs", {})}).iter_errors(data)) or errors
+    errors.sort(key=jsonschema.exceptions.relevance)
+    return "; ".join(f"{'/'.join(str(p) for p in e.absolute_path) or 'the step'}: {e.message}" for e in errors[:3])
+
+
+def _variant_meant(schema: Mapping[str, Any], data: Any) -> Mapping[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    for variant in schema.get("anyOf", ()):
+        fixed = {
+            k: v["const"] for k, v in variant.get("properties", {}).items() if k in ("action", "tool") and "const" in v
+        }
+        if fixed and all(data.get(k) == v for k, v in fixed.items()):
+            return variant  # type: ignore[no-any-return]
+    return None
 
 
 def _errors(instructor: Any, openai: Any) -> ErrorTable:

@@ -1,7 +1,7 @@
 """The embedded backend: llama.cpp in-process through llama-cpp-python. No daemon, no account.
 
-Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (the flat
-five-field schema where the per-tool one cannot be compiled), the prompt from the model's own chat
+Constrained decoding comes from the run's step schema compiled to a llama.cpp grammar (a looser
+one from ``step.fallback_schemas`` where it cannot be compiled), the prompt from the model's own chat
 template, and the prompt cache is reused across steps, so each step evaluates only the new tokens.
 """
 
@@ -22,7 +22,11 @@ from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
 from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
-from shapeloop.step import flat_schema
+from shapeloop.step import fallback_schemas
+
+# Added to the logit of "answer" at a step's choice between a tool and the answer; calibrated on
+# the benchmark's tune half (measurements/calibration.json).
+ANSWER_BIAS = 0.0
 
 ERRORS: ErrorTable = (
     (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
@@ -51,6 +55,9 @@ class LlamaCppBrain(BaseBrain):
         chat_template: a Jinja chat template to use instead of the model's own; a base model with
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
+        answer_bias: added to the logit of ``answer`` where a constrained step chooses between
+            calling a tool and answering (fast path only). Small models call a tool even when none
+            fits; the default was calibrated on the benchmark's tune half (``measurements/``).
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -71,6 +78,7 @@ class LlamaCppBrain(BaseBrain):
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
+        answer_bias: float = ANSWER_BIAS,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -83,6 +91,7 @@ class LlamaCppBrain(BaseBrain):
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
+        self.answer_bias = answer_bias
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
@@ -138,7 +147,7 @@ class LlamaCppBrain(BaseBrain):
         )
 
     def _fast_matcher(self, schema: Mapping[str, Any]) -> tuple[Any, Constraint] | None:
-        """A compiled llguidance matcher for ``schema`` (or the flat one) and which it is, or None
+        """A compiled llguidance matcher for ``schema`` (or a looser one) and which it is, or None
         to use llama.cpp's grammar."""
         if self.engine == "llama.cpp":
             return None
@@ -154,10 +163,11 @@ class LlamaCppBrain(BaseBrain):
                 return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._fast_schemas:
-            # Which schema llguidance takes (the per-tool one, else the flat one, else none) is decided
+            # Which schema llguidance takes (the per-tool one, else a looser one, else none) is decided
             # once per schema, not again at every step.
             self._fast_schemas[key] = None
-            for candidate, applied in ((schema, Constraint.SCHEMA), (flat_schema(), Constraint.FLAT)):
+            looser = [(candidate, Constraint.FLAT) for candidate in fallback_schemas(schema)]
+            for candidate, applied in [(dict(schema), Constraint.SCHEMA), *looser]:
                 bounded = bound_reason(candidate, self.max_reason_chars)
                 try:
                     self._fast.compile(bounded)
@@ -175,11 +185,12 @@ class LlamaCppBrain(BaseBrain):
             self.llama.keep(cached)
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
-                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
-            )
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
+                answer_bias=self.answer_bias,
+            )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
-            "tokens": len(made.tokens),
+            "tokens": len(made.tokens), "decision_gap": made.decision_gap,
         }  # fmt: skip
         return Reply(
             text=self.llama.detokenize(made.tokens),
@@ -223,13 +234,15 @@ class LlamaCppBrain(BaseBrain):
     def _grammar(self, schema: Mapping[str, Any]) -> tuple[Any, str, Constraint]:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            bounded = bound_reason(schema, self.max_reason_chars)
-            fallback = bound_reason(flat_schema(), self.max_reason_chars)
-            candidates = ((bounded, "llama.cpp-grammar", Constraint.SCHEMA),
-                          (fallback, "llama.cpp-grammar-flat", Constraint.FLAT))  # fmt: skip
+            candidates = [(dict(schema), "llama.cpp-grammar", Constraint.SCHEMA)]
+            candidates += [(c, "llama.cpp-grammar-flat", Constraint.FLAT) for c in fallback_schemas(schema)]
             for candidate, engine, applied in candidates:
                 try:
-                    self._grammars[key] = (self.llama.grammar(candidate), engine, applied)
+                    self._grammars[key] = (
+                        self.llama.grammar(bound_reason(candidate, self.max_reason_chars)),
+                        engine,
+                        applied,
+                    )
                     break
                 except ValueError:
                     continue

@@ -41,8 +41,11 @@ class _NotJSON(Exception):
 
 
 ERRORS: ErrorTable = (
-    (httpx.TimeoutException, BackendTimeout,
-     "{url} did not answer within {timeout:g} s (the request timed out): a slow model needs a larger timeout="),
+    (
+        httpx.TimeoutException,
+        BackendTimeout,
+        "{url} did not answer within {timeout:g} s (the request timed out): a slow model needs a larger timeout=",
+    ),
     (httpx.ConnectError, BackendUnavailable, "cannot reach {url}: is the server running? ({exc})"),
     (httpx.DecodingError, BackendError, "the reply from {url} could not be decoded: {exc}"),
     (httpx.RemoteProtocolError, BackendError, "{url} broke the HTTP protocol (it may have crashed): {exc}"),

@@ -1,0 +1,224 @@
+"""Batched calls (``batch=True``) on the scripted brain: the schema, order, lock keys, cancellation."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import jsonschema
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import (
+    Capabilities,
+    Reply,
+    ScriptedBrain,
+    StopReason,
+    Tool,
+    ToolCall,
+    ToolStatus,
+    extract_step,
+    run_agent,
+    tool,
+)
+from shapeloop.events import RepeatNoticed, ToolCalled, ToolReturned
+from shapeloop.step import MAX_BATCH, Batch, step_schema
+
+
+def calls(*pairs: tuple[str, dict[str, Any]], reason: str = "all at once") -> str:
+    return json.dumps(
+        {"reason": reason, "action": "calls", "calls": [{"tool": name, "args": args} for name, args in pairs]}
+    )
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return {"colour": "red", "size": "large"}.get(key, "unknown")
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def returned(run: Any) -> list[ToolReturned]:
+    return [e for e in run.events if isinstance(e, ToolReturned)]
+
+
+def test_the_batch_variant_constrains_each_call_by_its_tools_schema() -> None:
+    schema = step_schema([lookup, add], batch=True)
+    good = calls(("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 2}))
+    jsonschema.validate(json.loads(good), schema)
+    for bad in (
+        calls(("lookup", {"a": 1, "b": 2})),  # another tool's arguments
+        calls(("add", {"a": "one", "b": 2})),
+        calls(("nope", {})),
+        calls(),
+        calls(*[("lookup", {"key": "colour"})] * (MAX_BATCH + 1)),
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(bad), schema)
+    assert "calls" not in json.dumps(step_schema([lookup, add]))
+
+
+def test_a_batch_is_read_from_prose() -> None:
+    found = extract_step("I will do both: " + calls(("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 2})))
+    assert isinstance(found.step, Batch) and [c.tool for c in found.step.calls] == ["lookup", "add"]
+
+
+def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
+    step = calls(("lookup", {"key": "size"}), ("add", {"a": 2, "b": 3}), ("lookup", {"key": "colour"}))
+    brain = ScriptedBrain([step, answer_step("large, 5, red")])
+    run = run_agent(brain, [lookup, add], "Three things.", batch=True)
+    assert run.ok and run.steps == 2
+    assert [str(e.call) for e in run.events if isinstance(e, ToolCalled)] == [
+        'lookup({"key": "size"})', 'add({"a": 2, "b": 3})', 'lookup({"key": "colour"})'
+    ]  # fmt: skip
+    assert [(str(e.call), e.text) for e in returned(run)] == [
+        ('lookup({"key": "size"})', "large"), ('add({"a": 2, "b": 3})', "5"), ('lookup({"key": "colour"})', "red")
+    ]  # fmt: skip
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert feedback.startswith("Results of 3 calls, in the order you made them:\n\n")
+    assert (
+        '[1] lookup({"key": "size"}):\nlarge\n\n[2] add({"a": 2, "b": 3}):\n5\n\n[3] lookup({"key": "colour"}):\nred'
+        in (feedback)
+    )
+    assert 'action "calls"' in brain.asked[0].messages[0]["content"]
+
+
+def _rendezvous() -> tuple[Tool, Tool, list[str]]:
+    """Two tools: ``wait`` returns whether ``signal`` ran while it waited. Only concurrency lets it."""
+    arrived = threading.Event()
+    log: list[str] = []
+
+    def wait(path: str) -> str:
+        log.append(f"wait {path}")
+        return "overlapped" if arrived.wait(timeout=0.3) else "alone"
+
+    def signal(path: str) -> str:
+        log.append(f"signal {path}")
+        arrived.set()
+        return "signalled"
+
+    return tool(wait), tool(signal), log
+
+
+def test_calls_without_a_lock_key_run_concurrently() -> None:
+    wait, signal, _ = _rendezvous()
+    brain = ScriptedBrain([calls(("wait", {"path": "a"}), ("signal", {"path": "b"})), answer_step("done")])
+    run = run_agent(brain, [wait, signal], "t", batch=True)
+    assert [e.text for e in returned(run)] == ["overlapped", "signalled"]
+
+
+def test_calls_that_share_a_lock_key_run_one_after_another_in_the_models_order() -> None:
+    wait, signal, log = _rendezvous()
+    shared = [Tool(name=t.name, description=t.description, parameters=t.parameters, fn=t.fn, lock_key="disk")
+              for t in (wait, signal)]  # fmt: skip
+    brain = ScriptedBrain([calls(("wait", {"path": "a"}), ("signal", {"path": "b"})), answer_step("done")])
+    run = run_agent(brain, shared, "t", batch=True)
+    assert [e.text for e in returned(run)] == ["alone", "signalled"]
+    assert log == ["wait a", "signal b"]
+
+
+def test_a_lock_key_of_the_arguments_serialises_calls_on_one_path_only() -> None:
+    wait, signal, _ = _rendezvous()
+    per_path = [
+        Tool(name=t.name, description=t.description, parameters=t.parameters, fn=t.fn, lock_key=lambda a: a["path"])
+        for t in (wait, signal)
+    ]
+    same = calls(("wait", {"path": "x"}), ("signal", {"path": "x"}))
+    other = calls(("wait", {"path": "y"}), ("signal", {"path": "z"}))
+    run = run_agent(ScriptedBrain([same, answer_step("done")]), per_path, "t", batch=True)
+    assert [e.text for e in returned(run)] == ["alone", "signalled"]
+    wait, signal, _ = _rendezvous()
+    per_path = [
+        Tool(name=t.name, description=t.description, parameters=t.parameters, fn=t.fn, lock_key=lambda a: a["path"])
+        for t in (wait, signal)
+    ]
+    run = run_agent(ScriptedBrain([other, answer_step("done")]), per_path, "t", batch=True)
+    assert [e.text for e in returned(run)] == ["overlapped", "signalled"]
+
+
+def test_the_tool_decorator_takes_a_lock_key() -> None:
+    @tool(lock_key=lambda args: args["path"])
+    def write(path: str) -> str:
+        """Write."""
+        return path
+
+    assert write.lock({"path": "a.txt"}) == "a.txt" and tool(lock_key="db")(write.fn).lock({}) == "db"
+
+
+def test_one_refusal_cancels_the_whole_batch_and_every_call_is_reported_cancelled() -> None:
+    ran: list[str] = []
+
+    @tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(f"delete {path}")
+        return "deleted"
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        ran.append(f"read {path}")
+        return "text"
+
+    asked: list[str] = []
+
+    def approve(call: ToolCall) -> bool | str:
+        asked.append(call.args["path"])
+        return True if call.args["path"] == "tmp.txt" else "not that one"
+
+    step = calls(("read", {"path": "a"}), ("delete", {"path": "tmp.txt"}), ("delete", {"path": "keep.txt"}),
+                 ("delete", {"path": "never-asked.txt"}))  # fmt: skip
+    brain = ScriptedBrain([step, answer_step("cancelled")])
+    run = run_agent(brain, [delete, read], "t", batch=True, approve=approve)
+    assert ran == [] and asked == ["tmp.txt", "keep.txt"]
+    assert [e.status for e in returned(run)] == [ToolStatus.CANCELLED] * 4
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert feedback.count("CANCELLED: ") == 4
+    assert "[3] delete" in feedback and "delete was not approved (not that one), so the whole batch was cancelled" in (
+        feedback
+    )
+    assert 'the batch was cancelled because delete({"path": "keep.txt"}) was not approved (not that one)' in feedback
+
+
+def test_a_bad_call_in_a_batch_is_its_own_error_and_the_others_run() -> None:
+    step = calls(("lookup", {"key": "colour"}), ("nope", {}), ("add", {"a": "x", "b": 1}))
+    run = run_agent(ScriptedBrain([step, answer_step("red")]), [lookup, add], "t", batch=True)
+    assert [e.status for e in returned(run)] == [ToolStatus.OK, ToolStatus.ERROR, ToolStatus.ERROR]
+    assert returned(run)[0].text == "red" and "no tool named 'nope'" in returned(run)[1].text
+
+
+def test_repeats_are_counted_per_call_within_batches() -> None:
+    step = calls(("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 1}))
+    varied = calls(("lookup", {"key": "colour"}), ("add", {"a": 2, "b": 2}))
+    brain = ScriptedBrain([step, varied, step, answer_step("x")])
+    run = run_agent(brain, [lookup, add], "t", batch=True, stuck_limit=2)
+    assert run.stop is StopReason.STUCK
+    assert run.reason.startswith('lookup({"key": "colour"}) was called 3 times with the same result each time')
+    assert [e.what for e in run.events if isinstance(e, RepeatNoticed)] == ['lookup({"key": "colour"})']
+    last = returned(run)[-2:]
+    assert [(str(e.call), e.repeats) for e in last] == [('lookup({"key": "colour"})', 2), ('add({"a": 1, "b": 1})', 1)]
+    assert "(Note: you made this same call 2 times" in brain.asked[2].messages[-1]["content"]
+
+
+def test_a_batch_in_a_run_without_batch_is_feedback_not_a_crash() -> None:
+    brain = ScriptedBrain([calls(("lookup", {"key": "colour"})), tool_step("lookup", key="colour"), answer_step("red")])
+    run = run_agent(brain, [lookup], "t", mode="prose")
+    assert run.ok and run.steps == 3
+    assert "This run takes one call a step" in brain.asked[1].messages[-1]["content"]
+
+
+def test_native_calls_of_one_reply_run_as_a_batch_when_batch_is_on() -> None:
+    wait, signal, _ = _rendezvous()
+    native = Reply(
+        text="", tool_calls=(ToolCall(tool="wait", args={"path": "a"}), ToolCall(tool="signal", args={"path": "b"}))
+    )
+    brain = ScriptedBrain([native, "done"], capabilities=Capabilities(native_tools=True))
+    run = run_agent(brain, [wait, signal], "t", mode="native", batch=True)
+    assert run.ok and [e.text for e in returned(run)] == ["overlapped", "signalled"]
+    assert brain.asked[1].messages[-1]["content"].startswith("Results of 2 calls")
