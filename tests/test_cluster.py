@@ -144,3 +144,13 @@ def test_a_ray_sweep_of_quick_on_a_real_model_matches_a_local_runs_schema(tmp_pa
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
     assert_same_schema(tmp_path / "local", tmp_path / "ray")
+
+
+def test_the_scale_benchmark_turns_a_levels_runs_into_rates() -> None:
+    from benchmarks import scale
+
+    rows = [{"completion_tokens": 30, "prompt_tokens": 70, "steps": 2, "success": True},
+            {"completion_tokens": 10, "prompt_tokens": 90, "steps": 3, "success": False}]  # fmt: skip
+    measured = scale.level(2, 30.0, rows)
+    assert measured["tasks_per_minute"] == 4.0 and measured["steps"] == 5 and measured["succeeded"] == 1
+    assert measured["completion_tokens_per_second"] == 1.33 and measured["total_tokens_per_second"] == 6.67
