@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variant", choices=sorted(variants.VARIANTS), default="shipped",
                         help="a prompt or mechanism variant to measure against the shipped one")  # fmt: skip
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
+    parser.add_argument("--max-steps", type=int, default=6,
+                        help="steps per task (1 measures only the first step, for quick comparisons)")  # fmt: skip
     parser.add_argument("--extras", action="store_true", help="also prose mode, flat schema, required, repeats")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for the results (default measurements/)")
     parser.add_argument("--concurrency", type=int, default=1, help="tasks in flight at once against a server")
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     if extras:
         per_model += len(tasks) + len(ws_tool_tasks) + 2 * len(looping)
     progress = Progress(per_model * len(names), label="bench")
-    settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": 8, "stuck_limit": 2,
+    settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
                 "split": args.split, "variant": args.variant, "quick": args.quick,
                 "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is not None:
         sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, variant=args.variant,
                               tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
-                              raw=not args.no_raw)  # fmt: skip
+                              raw=not args.no_raw, max_steps=args.max_steps)  # fmt: skip
         records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
         for record in records:
             record["split"] = halves[record["task"]]
@@ -115,8 +117,8 @@ def main(argv: list[str] | None = None) -> None:
             if extras:
                 plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
             for mode, schema, chosen in plan:
-                records += [{"model": name, **r} for r in suite_runner(brain, chosen, mode=mode, schema=schema,
-                                                                   progress=progress)]  # fmt: skip
+                ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
+                records += [{"model": name, **r} for r in ran]
             if not args.no_raw:
                 records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]
             if extras:

@@ -95,6 +95,7 @@ class Sweep:
         looping: the tasks the repeat measurement runs (with ``extras``).
         extras: also prose mode, the flat schema, required fields and repeats.
         raw: also the raw baseline.
+        max_steps: steps per task in the loop.
     """
 
     names: Sequence[str]
@@ -106,6 +107,7 @@ class Sweep:
     looping: Sequence[Task]
     extras: bool
     raw: bool
+    max_steps: int = 8
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,9 @@ def plan(sweep: Sweep) -> list[_Item]:
         passes = [("constrained", "per_tool", sweep.tasks)]
         if sweep.extras:
             passes += [("prose", "per_tool", sweep.tasks), ("constrained", "flat", sweep.flat_tasks)]
-        items += [(name, "loop", (t.name, mode, schema)) for mode, schema, chosen in passes for t in chosen]
+        items += [
+            (name, "loop", (t.name, mode, schema, sweep.max_steps)) for mode, schema, chosen in passes for t in chosen
+        ]
         if sweep.raw:
             items += [(name, "raw", (t.name,)) for t in sweep.tasks]
         if sweep.extras:
@@ -145,8 +149,8 @@ class Worker:
         options: dict[str, Any] = {"context": 4096, "n_threads": threads} if backend == "llamacpp" else {}
         self.brain = backends.create(backend, model, base_url=base_url, **options)
 
-    def loop(self, task: str, mode: str, schema: str) -> Record:
-        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema)
+    def loop(self, task: str, mode: str, schema: str, max_steps: int) -> Record:
+        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps)
 
     def raw(self, task: str) -> Record:
         return run_raw(self.brain, BY_NAME[task])

@@ -106,7 +106,7 @@ def test_the_sweep_plan_is_models_times_modes_times_tasks_in_a_local_runs_order(
     assert len(items) == 2 * per_model and [i.index for i in items] == list(range(len(items)))
     first = items[:per_model]
     assert {i.model for i in first} == {"a"}
-    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool")] * len(tasks)
+    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool", 8)] * len(tasks)
     assert [i.method for i in first[-len(tasks) - 2 :]] == ["raw"] * len(tasks) + ["required", "repeats"]
 
 
