@@ -194,16 +194,16 @@ def main(argv: list[str] | None = None) -> None:
     cpus = os.cpu_count() or 1
     tasks = choose(True, "all")[: args.tasks]
     results: dict[str, list[dict[str, Any]]] = {}
-    if args.only in (None, "server"):
-        results["llama_cpp.server"] = measure_server(tasks, cpus)
-    if args.only in (None, "ray"):
-        results["ray"] = measure_ray(tasks, cpus)
-    write("scale", {"benchmark": "scale", "models": [model_info(MODEL)],
-                    "settings": {"levels": list(LEVELS), "tasks": [t.name for t in tasks], "max_steps": MAX_STEPS,
-                                 "server": "python -m llama_cpp.server (no parallel slots: one model behind a lock)",
-                                 "server_threads": cpus, "ray_cpus": cpus},
-                    "results": results}, args.out)  # fmt: skip
-    chart(results, args.out)
+    settings = {"levels": list(LEVELS), "tasks": [t.name for t in tasks], "max_steps": MAX_STEPS,
+                "server": "python -m llama_cpp.server (no parallel slots: one model behind a lock)",
+                "server_threads": cpus, "ray_cpus": cpus}  # fmt: skip
+    for name, wanted, measure in (("llama_cpp.server", "server", measure_server), ("ray", "ray", measure_ray)):
+        if args.only in (None, wanted):
+            results[name] = measure(tasks, cpus)
+            # written after each part, so a stopped run keeps what it measured
+            write("scale", {"benchmark": "scale", "models": [model_info(MODEL)], "settings": settings,
+                            "results": results}, args.out)  # fmt: skip
+            chart(results, args.out)
     print(f"wrote {args.out}/scale.json", file=sys.stderr)
 
 
