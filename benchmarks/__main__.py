@@ -26,7 +26,7 @@ from benchmarks.suite import AnyTask, Progress, summarise
 from benchmarks.tasks import QUICK, TASKS, Task, split_of
 from shapeloop import Brain
 
-FULL_MODELS = ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"]
+FULL_MODELS = ["qwen2.5-coder-0.5b", "smollm2-135m", "qwen2.5-coder-1.5b"]  # the slowest last
 TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
 LOOPING = ("find-secret", "find-log", "follow-pointer", "count-errors")
 QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these kinds
