@@ -49,6 +49,7 @@ from shapeloop.events import (
 )
 from shapeloop.extract import Extraction, extract_step
 from shapeloop.loop import choose_mode, run_agent
+from shapeloop.many import run_many
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Step, flat_schema, step_schema
@@ -119,6 +120,7 @@ __all__ = [
     "extract_step",
     "flat_schema",
     "run_agent",
+    "run_many",
     "step_schema",
     "tool",
     "workspace_tools",

@@ -67,10 +67,14 @@ class Capabilities:
     Attributes:
         schema: which schemas it constrains replies to.
         native_tools: it takes tools through a native tool-calling API.
+        exclusive: it holds one model and one context (the embedded backend), so two runs must
+            never ask it at once; ``run_many`` gives such a brain to one run at a time. A brain
+            that talks to a server is not exclusive: the server takes concurrent requests.
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
     native_tools: bool = False
+    exclusive: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,6 +47,9 @@ class StopReason(enum.StrEnum):
     BACKEND_ERROR = "backend_error"
     BUDGET = "budget"
     INTERRUPTED = "interrupted"
+    ERROR = "error"
+    """The run raised (a failing tool acceptor, a brain's untranslated error); ``run_many`` keeps it
+    as this stop, the exception in ``reason``, rather than losing the batch."""
 
 
 @dataclass(kw_only=True)
