@@ -14,7 +14,7 @@ from typing import Any
 from shapeloop.guards import CallRecord
 from shapeloop.toolbox import ToolResult
 from shapeloop.tooldoc import DocStyle, render_tools
-from shapeloop.tools import Tool
+from shapeloop.tools import Tool, drop_titles
 
 _INTRO = "You complete the user's task one step at a time: each step either calls one tool or gives the final answer."
 
@@ -205,15 +205,7 @@ def rejection_feedback(objection: str) -> str:
 
 def _schema_text(schema: Mapping[str, Any]) -> str:
     """A schema as compact JSON without pydantic's titles, which only lengthen the prompt."""
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return json.dumps(strip(schema), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(drop_titles(schema), ensure_ascii=False, separators=(",", ":"))
 
 
 def _clip(text: str, limit: int = 300) -> str:

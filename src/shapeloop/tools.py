@@ -157,7 +157,7 @@ def _arguments_from_signature(
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (hints.get(param.name, Any), default)
     model = create_model(f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-    schema = _drop_titles(model.model_json_schema())
+    schema = drop_titles(model.model_json_schema())
 
     def convert(args: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -169,12 +169,13 @@ def _arguments_from_signature(
     return schema, convert
 
 
-def _drop_titles(node: Any) -> Any:
+def drop_titles(node: Any) -> Any:
+    """A schema without pydantic's ``title`` annotations, which only lengthen what the model reads."""
     if isinstance(node, dict):
         # A property named "title" maps to a schema (a dict); only the string annotations go.
-        return {k: _drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        return {k: drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
     if isinstance(node, list):
-        return [_drop_titles(v) for v in node]
+        return [drop_titles(v) for v in node]
     return node
 
 
