@@ -26,6 +26,7 @@ from shapeloop.errors import (
     SchemaRefused,
     ShapeloopError,
     ToolFailure,
+    TranscriptError,
     UnknownModel,
     UsageError,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "ToolStatus",
     "Toolbox",
     "Transcript",
+    "TranscriptError",
     "UnknownModel",
     "Usage",
     "UsageError",

@@ -14,7 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # numpy comes with the local extra, as llama-cpp-python does
+    raise ImportError("the embedded backend needs the local extra: pip install 'shapeloop[local]'") from exc
 
 from shapeloop import models
 from shapeloop.backends._common import ErrorTable, mapped_errors
