@@ -304,3 +304,14 @@ def test_the_runs_plain_data_holds_the_output_as_json_or_the_text() -> None:
     plain = run_agent(ScriptedBrain([answer("teal")]), [], "Colour?")
     assert plain.to_dict()["output"] == plain.to_dict()["answer"] == "teal"
     assert run_agent(ScriptedBrain([]), [], "t").to_dict()["output"] is None
+
+
+def test_a_brain_of_flat_schemas_gets_open_arguments_and_the_typed_answer() -> None:
+    from shapeloop import SchemaSupport
+
+    brain = ScriptedBrain([answer(GOOD_TODO)], capabilities=Capabilities(schema=SchemaSupport.FLAT))
+    run = run_agent(brain, [read_file], "Extract.", output_type=Todo)
+    assert run.output == Todo.model_validate(GOOD_TODO)
+    assert (
+        brain.asked[0].schema == fallback_schemas(step_schema([read_file], answer_schema=Todo.model_json_schema()))[0]
+    )
