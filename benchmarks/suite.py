@@ -22,7 +22,15 @@ from typing import Any
 from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
 from shapeloop import AgentRun, Brain, Tool, run_agent, workspace_tools
-from shapeloop.events import AnswerGiven, AnswerRejected, ReplyReceived, ReplyUnreadable, ToolCalled, ToolReturned
+from shapeloop.events import (
+    AnswerGiven,
+    AnswerRejected,
+    Event,
+    ReplyReceived,
+    ReplyUnreadable,
+    ToolCalled,
+    ToolReturned,
+)
 
 AnyTask = Task | CallTask
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
@@ -69,14 +77,22 @@ def run_task(
     with tempfile.TemporaryDirectory(prefix="shapeloop-bench-") as tmp:
         root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
         started = time.perf_counter()
+        gaps: list[float | None] = []
+
+        def note_gap(event: Event) -> None:
+            # the embedded backend measures, at each step's choice, how far the model leans to a tool
+            if isinstance(event, ReplyReceived):
+                gaps.append(getattr(brain, "last_stats", {}).get("decision_gap"))
+
         run = run_agent(
             brain, tools_for(task, root), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
-            schema=schema, approve=lambda call: True, stuck_limit=stuck_limit,  # type: ignore[arg-type]
+            schema=schema, approve=lambda call: True, stuck_limit=stuck_limit, on_event=note_gap,  # type: ignore[arg-type]
         )  # fmt: skip
         seconds = time.perf_counter() - started
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
-    return {**describe(task), "mode": mode, "schema": schema, **scored, "seconds": round(seconds, 3)}
+    return {**describe(task), "mode": mode, "schema": schema, **scored, "decision_gaps": gaps,
+            "seconds": round(seconds, 3)}  # fmt: skip
 
 
 def describe(task: AnyTask) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import numpy as np
 from shapeloop.backends._llama import LlamaModel
 
 ENGINE = "llguidance"
+DECISION_CUE = '"action": "'  # the step's action is chosen right after this
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +31,7 @@ class Generated:
     finished: bool  # the grammar completed (False: the token limit cut it)
     decode_calls: int  # llama.cpp decode calls after the prompt
     forced: int  # tokens taken from the grammar without sampling
+    decision_gap: float | None = None  # at the step's action: best "tool" logit minus best "answer" logit
 
 
 class FastDecoder:
@@ -80,10 +82,20 @@ class FastDecoder:
             self._compiled[key] = matcher
         return self._compiled[key].deep_copy()
 
-    def generate(self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator) -> Generated:
-        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``."""
+    def generate(
+        self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator, answer_bias: float = 0.0
+    ) -> Generated:
+        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``.
+
+        Args:
+            answer_bias: added to the logits of ``answer`` where the step's action is chosen between
+                ``tool`` and ``answer``, so a model that leans a little towards calling a tool answers
+                instead (the margin is calibrated on the benchmark's tune half).
+        """
         out: list[int] = []
         calls = forced = 0
+        tail = ""
+        gap: float | None = None
         while len(out) < max_tokens and not matcher.is_stopped():
             ff = matcher.compute_ff_tokens()[: max_tokens - len(out)]
             if ff:
@@ -91,26 +103,47 @@ class FastDecoder:
                 out += ff
                 forced += len(ff)
             else:
-                token = self._choose(matcher, temperature, rng)
+                decide = gap is None and tail.endswith(DECISION_CUE)
+                token, found = self._choose(matcher, temperature, rng, answer_bias if decide else None)
+                gap = found if found is not None else gap
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
                 ff = [token]
+            tail = (tail + self.model.detokenize(ff))[-len(DECISION_CUE) - 8 :]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
             self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
             calls += 1
         return Generated(tokens=out, finished=matcher.is_stopped() or matcher.is_accepting(), decode_calls=calls,
-                         forced=forced)  # fmt: skip
+                         forced=forced, decision_gap=gap)  # fmt: skip
 
-    def _choose(self, matcher: Any, temperature: float, rng: np.random.Generator) -> int:
+    def _choose(
+        self, matcher: Any, temperature: float, rng: np.random.Generator, answer_bias: float | None = None
+    ) -> tuple[int, float | None]:
+        """The next token, and at the action's choice the gap between its best ``tool`` and ``answer`` logits."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
+        gap = None if answer_bias is None else self._decide(logits, allowed, answer_bias)
         if temperature <= 0:
-            return int(np.argmax(logits))
+            return int(np.argmax(logits)), gap
         scaled = (logits - logits.max()) / temperature
         probs = np.exp(scaled)
         probs /= probs.sum()
-        return int(rng.choice(self.n_vocab, p=probs))
+        return int(rng.choice(self.n_vocab, p=probs)), gap
+
+    def _decide(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any], answer_bias: float) -> float | None:
+        """At the action's value: measure the lean towards ``tool``, and shift ``answer`` by the bias (in place)."""
+        groups: dict[str, list[int]] = {"tool": [], "answer": []}
+        for token in np.flatnonzero(allowed)[:64]:
+            text = self.model.detokenize([int(token)])
+            for word, ids in groups.items():
+                if text and f'{word}"'.startswith(text):
+                    ids.append(int(token))
+        if not groups["tool"] or not groups["answer"]:
+            return None
+        gap = float(logits[groups["tool"]].max() - logits[groups["answer"]].max())
+        logits[groups["answer"]] += answer_bias
+        return gap

@@ -24,6 +24,10 @@ from shapeloop.brain import BaseBrain, Constraint, Finish, Message, Reply, Reque
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import fallback_schemas
 
+# Added to the logit of "answer" at a step's choice between a tool and the answer; calibrated on
+# the benchmark's tune half (measurements/calibration.json).
+ANSWER_BIAS = 0.0
+
 ERRORS: ErrorTable = (
     (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
     (RuntimeError, BackendError, "llama.cpp failed to generate: {exc}"),
@@ -51,6 +55,9 @@ class LlamaCppBrain(BaseBrain):
         chat_template: a Jinja chat template to use instead of the model's own; a base model with
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
+        answer_bias: added to the logit of ``answer`` where a constrained step chooses between
+            calling a tool and answering (fast path only). Small models call a tool even when none
+            fits; the default was calibrated on the benchmark's tune half (``measurements/``).
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class LlamaCppBrain(BaseBrain):
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
+        answer_bias: float = ANSWER_BIAS,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -81,6 +89,7 @@ class LlamaCppBrain(BaseBrain):
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
+        self.answer_bias = answer_bias
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
@@ -174,11 +183,12 @@ class LlamaCppBrain(BaseBrain):
             self.llama.keep(cached)
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
-                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
-            )
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
+                answer_bias=self.answer_bias,
+            )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
-            "tokens": len(made.tokens),
+            "tokens": len(made.tokens), "decision_gap": made.decision_gap,
         }  # fmt: skip
         return Reply(
             text=self.llama.detokenize(made.tokens),

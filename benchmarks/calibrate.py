@@ -1,0 +1,72 @@
+"""Calibrate the embedded backend's answer bias on the tune half.
+
+    python -m benchmarks.calibrate measurements/experiments/NAME/suite.json
+
+At each constrained step the embedded backend measures ``gap``: its best logit for ``tool`` minus its
+best for ``answer``, where the step's action is chosen (after the reason is written). With a bias ``b``
+added to ``answer``, greedy decoding answers exactly when ``gap < b``, so the first step's outcome under
+any bias can be read off one run's records. The chosen bias is the largest that costs at most two
+points of the tune half's tasks that need a tool; its figures go to measurements/calibration.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import MEASUREMENTS, write
+from benchmarks.suite import ABSTAIN_KINDS
+
+BIASES = [round(0.5 * i, 1) for i in range(0, 25)]
+MAX_COST = 0.02  # the issue's bar: at most two points on the tasks that need a tool
+
+
+def first_gap(record: dict[str, Any]) -> float | None:
+    gaps = record.get("decision_gaps") or []
+    return gaps[0] if gaps else None
+
+
+def outcomes(records: list[dict[str, Any]], bias: float) -> dict[str, Any]:
+    """How the first steps of these records would go with ``bias``."""
+    abstain = [r for r in records if r["kind"] in ABSTAIN_KINDS]
+    needs_tool = [r for r in records if r["kind"] not in ABSTAIN_KINDS and r["kind"] != "escape"]
+
+    def answers(r: dict[str, Any]) -> bool:
+        gap = first_gap(r)
+        return r["first_step"] == "answer" or (gap is not None and gap < bias)
+
+    lost = [r["task"] for r in needs_tool if r["first_step"] == "tool" and answers(r)]
+    return {
+        "bias": bias,
+        "abstention": round(sum(answers(r) for r in abstain) / (len(abstain) or 1), 3),
+        "tool_tasks_turned_to_answers": len(lost),
+        "cost": round(len(lost) / (len(needs_tool) or 1), 3),
+        "lost": lost,
+    }
+
+
+def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
+    table = [outcomes(records, b) for b in BIASES]
+    chosen = max((row for row in table if row["cost"] <= MAX_COST), key=lambda row: row["bias"])
+    return {"chosen": chosen["bias"], "max_cost": MAX_COST, "table": table,
+            "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argv if argv is not None else sys.argv[1:]
+    data = json.loads(Path(args[0]).read_text())
+    out = Path(args[1]) if len(args) > 1 else MEASUREMENTS
+    results = []
+    for model in dict.fromkeys(r["model"] for r in data["records"]):
+        mine = [r for r in data["records"] if r["model"] == model and r["mode"] == "constrained"
+                and r["split"] == "tune"]  # fmt: skip
+        results.append({"model": model, "variant": data["settings"].get("variant"), **calibrate(mine)})
+        print(model, "bias", results[-1]["chosen"], [(row["bias"], row["abstention"], row["cost"])
+                                                     for row in results[-1]["table"][:13]])  # fmt: skip
+    write("calibration", {"benchmark": "calibration", "source": args[0], "results": results}, out)
+
+
+if __name__ == "__main__":
+    main()
