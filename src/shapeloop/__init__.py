@@ -50,7 +50,7 @@ from shapeloop.extract import Extraction, extract_step
 from shapeloop.loop import choose_mode, run_agent
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
-from shapeloop.step import Step, flat_schema, step_schema
+from shapeloop.step import Batch, Step, flat_schema, step_schema
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall, tool
 from shapeloop.workspace import Workspace, workspace_tools
@@ -66,6 +66,7 @@ __all__ = [
     "BackendTimeout",
     "BackendUnavailable",
     "BaseBrain",
+    "Batch",
     "Brain",
     "Capabilities",
     "CatalogueError",
