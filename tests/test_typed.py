@@ -315,3 +315,17 @@ def test_a_brain_of_flat_schemas_gets_open_arguments_and_the_typed_answer() -> N
     assert (
         brain.asked[0].schema == fallback_schemas(step_schema([read_file], answer_schema=Todo.model_json_schema()))[0]
     )
+
+
+def test_the_test_brain_writes_a_valid_typed_answer_for_the_callers_acceptor() -> None:
+    from shapeloop.doubles import TestBrain
+
+    seen: list[Todo] = []
+
+    def accept(todo: Todo) -> bool:
+        seen.append(todo)
+        return True
+
+    run = run_agent(TestBrain(), [read_file], "Extract.", output_type=Todo, accept_answer=accept)
+    assert run.ok, run.reason
+    assert isinstance(run.output, Todo) and seen == [run.output] and run.output.priority is Priority.LOW
