@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variant", choices=sorted(variants.VARIANTS), default="shipped",
                         help="a prompt or mechanism variant to measure against the shipped one")  # fmt: skip
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
+    parser.add_argument("--max-steps", type=int, default=6,
+                        help="steps per task (1 measures only the first step, for quick comparisons)")  # fmt: skip
     parser.add_argument("--extras", action="store_true", help="also prose mode, flat schema, required, repeats")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for the results (default measurements/)")
     args = parser.parse_args(argv)
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     if extras:
         per_model += len(tasks) + len(ws_tool_tasks) + 2 * len(looping)
     progress = Progress(per_model * len(names), label="bench")
-    settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": 8, "stuck_limit": 2,
+    settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
                 "split": args.split, "variant": args.variant, "quick": args.quick}  # fmt: skip
     started = time.perf_counter()
@@ -100,8 +102,8 @@ def main(argv: list[str] | None = None) -> None:
             if extras:
                 plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
             for mode, schema, chosen in plan:
-                records += [{"model": name, **r} for r in run_suite(brain, chosen, mode=mode, schema=schema,
-                                                                   progress=progress)]  # fmt: skip
+                ran = run_suite(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
+                records += [{"model": name, **r} for r in ran]
             if not args.no_raw:
                 records += [{"model": name, **r} for r in run_raw_suite(brain, tasks, progress=progress)]
             if extras:

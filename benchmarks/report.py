@@ -123,7 +123,7 @@ def _suite(folder: Path, suite: dict[str, Any]) -> list[str]:
     parts += ["### How runs ended", "", _table(["model", "half", "method", "stops", "valid steps",
                                                 "abstention tasks with a tool call"], rows), ""]  # fmt: skip
     if _chart(folder, suite):
-        parts += ["![task success by model, loop vs raw, test half](success.png)", ""]
+        parts += ["![task success by model, loop vs raw baseline](success.png)", ""]
     return parts
 
 
@@ -157,7 +157,10 @@ def _chart(folder: Path, suite: dict[str, Any]) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    summaries = [s for s in suite["summaries"] if s["split"] == "test"]
+    split = "test" if any(s["split"] == "test" for s in suite["summaries"]) else "tune"
+    summaries = [s for s in suite["summaries"] if s["split"] == split]
+    if not summaries:
+        return False
     models = list(dict.fromkeys(s["model"] for s in summaries))
     modes = list(dict.fromkeys(s["method"] for s in summaries))
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -170,7 +173,7 @@ def _chart(folder: Path, suite: dict[str, Any]) -> bool:
     ax.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(models))], models)
     ax.set_ylabel("tasks succeeded (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Task suite, test half: success by model, loop vs raw baseline")
+    ax.set_title(f"Task suite, {split} half: success by model, loop vs raw baseline")
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "success.png", dpi=100)

@@ -35,6 +35,9 @@ from shapeloop.events import (
 AnyTask = Task | CallTask
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
 ABSTAIN_KINDS = ("no_tool", "irrelevant")  # tasks where any tool call is a failure
+# Words of the system prompt's worked example that no task's answer needs: an answer holding them was
+# copied from the prompt (qwen2.5-coder-0.5b once answered "It is snowing in Oslo." to most tasks).
+EXAMPLE_WORDS = ("apples", "2.40 eur")
 
 
 class Progress:
@@ -124,6 +127,7 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
         "wrong_tool": sum(r.text.startswith(WRONG_TOOL) for r in results),
         "bad_args": sum(r.text.startswith("ERROR: invalid arguments") for r in results),
         "final_mode": run.mode.value,
+        "copied_example": any(word in (run.answer or "").lower() for word in EXAMPLE_WORDS),
         "prose_replies": [r.text for r in replies] if run.mode.value == "prose" else [],
     }  # fmt: skip
 
@@ -179,6 +183,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wrong_tool_rate": round(sum(r.get("wrong_tool", 0) for r in records) / replies, 3),
         "bad_argument_rate": round(sum(r.get("bad_args", 0) for r in records) / replies, 3),
         "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in abstain),
+        "answers_copied_from_the_prompt": sum(r.get("copied_example", False) for r in records),
         "stops": dict(Counter(r["stop"] for r in records)),
         "success_by_kind": _by_kind(records, "success"),
         "first_call_by_kind": _by_kind([r for r in records if r["first_ok"] is not None], "first_ok"),

@@ -66,10 +66,18 @@ _FIT_REASON = prompts._FORMAT.replace(
     '"reason": one short sentence: which tool does what the task asks, or that none does',
 )
 
+_NO_INVENTED = [
+    *prompts._RULES[:2],
+    "Never make up an argument value the task does not give (an id, coordinates, a date): get it from "
+    "another tool first.",
+    *prompts._RULES[2:],
+]
+
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "shipped": shipped,
     "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
     "no-example": lambda: _patched(prompts, _EXAMPLE=""),
     "decision-first": decision_first,
     "fit-reason": lambda: _patched(prompts, _FORMAT=_FIT_REASON),
+    "no-invented-values": lambda: _patched(prompts, _RULES=_NO_INVENTED),
 }

@@ -86,12 +86,20 @@ def test_quick_run_writes_complete_well_formed_results(tmp_path: Path) -> None:
         assert data["date"] and data["machine"]["cores"] and data["shapeloop"]
         assert data["models"][0]["name"] == "smollm2-135m" and len(data["models"][0]["sha256"]) == 64
     suite = json.loads((tmp_path / "suite.json").read_text())
-    assert len(suite["records"]) == 2 * len(QUICK) and suite["seconds"] > 0
+    quick = choose(True, "all")
+    # the loop in constrained and prose mode, and the raw baseline, on every task of the slice
+    assert len(suite["records"]) == 3 * len(quick) and suite["seconds"] > 0
+    assert {r["mode"] for r in suite["records"]} == {"constrained", "prose", "raw"}
+    assert {r["split"] for r in suite["records"]} <= {"tune", "test"}
     for summary in suite["summaries"]:
         assert 0 <= summary["success_rate"] <= 1 and summary["stops"]
-        assert sum(summary["stops"].values()) == len(QUICK)
+        if summary["split"] == "all":
+            assert sum(summary["stops"].values()) == len(quick)
+    firsts = [r for r in suite["records"] if r["family"] == "functions"]
+    assert firsts and all(isinstance(r["first_ok"], bool) for r in firsts)
     for record in suite["records"]:
-        assert {"task", "success", "stop", "steps", "tokens", "seconds", "tool_calls"} <= set(record)
+        assert {"task", "kind", "split", "success", "first_ok", "stop", "steps", "tokens", "prompt_tokens",
+                "seconds", "tool_calls"} <= set(record)  # fmt: skip
     assert json.loads((tmp_path / "extraction.json").read_text())["methods"]["shapeloop"]["constructed_cases"] >= 10
     readme = (tmp_path / "README.md").read_text()
-    assert "## Agent task suite" in readme and "smollm2-135m" in readme
+    assert "## Task suite" in readme and "smollm2-135m" in readme and "raw first call" in readme

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
@@ -116,3 +117,18 @@ def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) 
     slow = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096, engine="llama.cpp")
     reply = slow.ask(Request(messages=[{"role": "user", "content": "hi"}], schema=step_schema([])))
     assert reply.engine == "llama.cpp-grammar"
+
+
+def test_the_answer_bias_moves_the_choice_between_a_tool_and_the_answer_and_the_gap_is_measured() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
+    firsts = {}
+    for bias in (-50.0, 50.0):
+        brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048, answer_bias=bias)
+        run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1)
+        firsts[bias] = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))["action"]
+        assert isinstance(brain.last_stats["decision_gap"], float)
+        brain.close()
+    assert firsts == {-50.0: "tool", 50.0: "answer"}

@@ -26,7 +26,7 @@ from shapeloop.step import fallback_schemas
 
 # Added to the logit of "answer" at a step's choice between a tool and the answer; calibrated on
 # the benchmark's tune half (measurements/calibration.json).
-ANSWER_BIAS = 0.0
+ANSWER_BIAS = 1.5
 
 ERRORS: ErrorTable = (
     (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
