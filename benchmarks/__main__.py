@@ -19,15 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import extraction, repeats, report, required, variants
+from benchmarks import cluster, extraction, repeats, report, required, variants
 from benchmarks.common import MEASUREMENTS, model_info, write
 from benchmarks.fc_tasks import CALL_TASKS
-from benchmarks.raw import run_raw_suite
-from benchmarks.suite import AnyTask, Progress, run_suite, summarise
+from benchmarks.suite import AnyTask, Progress, summarise
 from benchmarks.tasks import QUICK, TASKS, Task, split_of
 from shapeloop import Brain
 
-FULL_MODELS = ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"]
+FULL_MODELS = ["qwen2.5-coder-0.5b", "smollm2-135m", "qwen2.5-coder-1.5b"]  # the slowest last
 TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
 LOOPING = ("find-secret", "find-log", "follow-pointer", "count-errors")
 QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these kinds
@@ -77,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="steps per task (1 measures only the first step, for quick comparisons)")  # fmt: skip
     parser.add_argument("--extras", action="store_true", help="also prose mode, flat schema, required, repeats")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for the results (default measurements/)")
+    parser.add_argument("--concurrency", type=int, default=1, help="tasks in flight at once against a server")
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help="run the sweep on Ray workers: a cluster's address, or none for a local Ray")  # fmt: skip
     args = parser.parse_args(argv)
 
     names = args.model or (["smollm2-135m"] if args.quick else FULL_MODELS)
@@ -91,8 +93,21 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress(per_model * len(names), label="bench")
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
-                "split": args.split, "variant": args.variant, "quick": args.quick}  # fmt: skip
+                "split": args.split, "variant": args.variant, "quick": args.quick,
+                "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
     started = time.perf_counter()
+    if args.ray is not None:
+        sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, variant=args.variant,
+                              tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
+                              raw=not args.no_raw, max_steps=args.max_steps)  # fmt: skip
+        records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
+        for record in records:
+            record["split"] = halves[record["task"]]
+        seconds = round(time.perf_counter() - started, 1)
+        _write_all(args.out, names, tasks, records, results, settings, seconds, extras)
+        print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min on Ray")
+        return
+    suite_runner, raw_runner = cluster.runners(args.concurrency)
     records: list[dict[str, Any]] = []
     results: dict[str, list[dict[str, Any]]] = {"required": [], "repeats": []}
     with variants.VARIANTS[args.variant]():
@@ -102,10 +117,10 @@ def main(argv: list[str] | None = None) -> None:
             if extras:
                 plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
             for mode, schema, chosen in plan:
-                ran = run_suite(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
+                ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
                 records += [{"model": name, **r} for r in ran]
             if not args.no_raw:
-                records += [{"model": name, **r} for r in run_raw_suite(brain, tasks, progress=progress)]
+                records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]
             if extras:
                 results["required"].append({"model": name, **required.measure(brain, ws_tool_tasks)})
                 results["repeats"].append({"model": name, **repeats.measure(brain, looping)})

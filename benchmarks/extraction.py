@@ -41,6 +41,32 @@ def constructed() -> list[tuple[str, str, dict[str, Any]]]:
     return cases
 
 
+def hard_case(size: int = 18_000) -> str:
+    """About ``size`` characters: a draft object, code with braces inside strings, then the final step."""
+    draft = json.dumps(_step("done", "answer", answer="The colour is teal."))
+    final = json.dumps(_step("write it", "tool", "append_note", path="n.txt", text="def f():\n    return {'a': '}'}\n"))
+    line = "def g(x):\n    return {\"k\": x, 'b': '}{'}  # } {\n    s = \"{\" + '}'\n"
+    code = "```python\n" + line * max(1, (size - len(draft) - len(final)) // len(line)) + "```\n"
+    return "Draft: " + draft + "\nHere is the code:\n" + code + "\nFinal:\n" + final
+
+
+# Inputs built to be slow: what a quadratic scan or a deep recursion would choke on.
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "hard case": hard_case,
+    "think pairs": lambda n: "<think></think>" * (n // 15),
+    "think pairs then {}": lambda n: "<think></think>{}" * (n // 17),
+    "unclosed think tags": lambda n: "<think>" * (n // 7),
+    "open brackets": lambda n: "[" * n,
+    "open braces": lambda n: "{" * n,
+    "nested objects": lambda n: '{"a":' * (n // 10) + "1" + "}" * (n // 10),
+    "unclosed keys": lambda n: '{"reason"' * (n // 9),
+    "small step-like objects": lambda n: '{"reason":1}' * (n // 12),
+    "brace quote": lambda n: '{"' * (n // 2),
+    "fences": lambda n: "```\n" * (n // 4),
+    "draft steps": lambda n: (json.dumps(_step("r", "answer", answer="a")) + "\n") * (n // 80),
+}
+
+
 def ours(text: str) -> dict[str, Any] | None:
     step = extract_step(text).step
     return step.model_dump() if step else None
@@ -105,7 +131,16 @@ def measure(recorded: Sequence[str]) -> dict[str, Any]:
             "recorded_replies": len(recorded),
             "throughput_mb_per_s": _throughput(method, [r for _, r, _ in cases] + list(recorded)),
         }
+    results["shapeloop"].update(adversarial_throughput())
     return {"methods": results, "recorded_sample": list(recorded)[:20]}
+
+
+def adversarial_throughput(size: int = 200_000) -> dict[str, Any]:
+    """shapeloop's MB/s on the 18 KB hard case, and on the slowest of the adversarial inputs at ``size``."""
+    rates = {name: _throughput(ours, [make(size)], min_seconds=0.2) for name, make in ADVERSARIAL.items()}
+    rates["hard case"] = _throughput(ours, [hard_case()], min_seconds=0.2)  # the 18 KB case itself
+    worst = min(rates, key=rates.__getitem__)
+    return {"hard_case_mb_per_s": rates["hard case"], "worst_case": worst, "worst_case_mb_per_s": rates[worst]}
 
 
 def _throughput(method: Callable[[str], Any], corpus: Sequence[str], min_seconds: float = 0.5) -> float:
@@ -116,3 +151,19 @@ def _throughput(method: Callable[[str], Any], corpus: Sequence[str], min_seconds
             method(text)
         rounds += 1
     return round(size * rounds / elapsed / 1e6, 2)
+
+
+def main() -> None:
+    """Measure extraction alone, again, on the prose replies the last suite run recorded (no model)."""
+    from benchmarks import report
+    from benchmarks.common import MEASUREMENTS, write
+
+    suite = json.loads((MEASUREMENTS / "suite.json").read_text())
+    recorded = [text for r in suite["records"] if r.get("mode") == "prose" for text in r.get("prose_replies", [])]
+    common = {"models": suite["models"], "settings": suite["settings"]}
+    write("extraction", {"benchmark": "extraction", **common, **measure(recorded)})
+    report.write(MEASUREMENTS)
+
+
+if __name__ == "__main__":
+    main()

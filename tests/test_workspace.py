@@ -43,7 +43,8 @@ def test_paths_that_leave_the_root_are_refused(space: tuple[Path, Path], path: s
 
 def test_absolute_path_inside_the_root_is_fine(space: tuple[Path, Path]) -> None:
     root, _ = space
-    assert Workspace(root).resolve(str(root / "colour.txt")) == (root / "colour.txt").resolve()
+    assert Workspace(root).resolve(str(root / "colour.txt")) == "colour.txt"
+    assert Workspace(root).resolve(str(root / "sub" / ".." / "sub" / "deep.txt")) == "sub/deep.txt"
 
 
 def test_symlinks_inside_the_root_that_point_out_are_refused(space: tuple[Path, Path]) -> None:
@@ -77,7 +78,7 @@ def test_append_note_really_appends_and_creates(space: tuple[Path, Path]) -> Non
     append = tools_by_name(root, write=True)["append_note"]
     assert append.needs_approval  # type: ignore[attr-defined]
     append(path="notes.txt", text="first")  # type: ignore[operator]
-    assert append(path="notes.txt", text="second\n") == "appended 7 characters to notes.txt"  # type: ignore[operator]
+    assert append(path="notes.txt", text="second\n") == "appended 7 bytes to notes.txt"  # type: ignore[operator]
     assert (root / "notes.txt").read_text() == "first\nsecond\n"
     append(path="new/dir/n.txt", text="x")  # type: ignore[operator]
     assert (root / "new" / "dir" / "n.txt").read_text() == "x\n"
@@ -91,9 +92,23 @@ def test_large_files_are_read_in_part_with_a_note(space: tuple[Path, Path]) -> N
     read = tools_by_name(root)["read_file"]
     first = read(path="big.txt")  # type: ignore[operator]
     assert first.startswith("line 0\n") and len(first) < 3200
-    assert first.endswith("\n[read in part: characters 0 to 3000 of 18890]")
-    rest = Workspace(root).read_text("big.txt", offset=17000)
-    assert rest.endswith("line 1999\n\n[read in part: characters 17000 to 18890 of 18890]")
+    assert first.endswith("\n[read in part: bytes 0 to 3000 of 18890; read_file with offset=3000 reads on]")
+    rest = read(path="big.txt", offset=17000)  # type: ignore[operator]
+    assert rest.endswith("line 1999\n\n[read in part: bytes 17000 to 18890 of 18890; this is the end]")
+    middle = read(path="big.txt", offset=7, length=7)  # type: ignore[operator]
+    assert middle.startswith("line 1\n\n[read in part: bytes 7 to 14 of 18890")
+    with pytest.raises(ToolFailure, match="past the end"):
+        read(path="big.txt", offset=18890)  # type: ignore[operator]
+
+
+def test_parts_never_split_a_character(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    (root / "euro.txt").write_text("€" * 10)  # three bytes each
+    space_ = Workspace(root)
+    first = space_.read_text("euro.txt", length=4)
+    assert first.startswith("€\n[read in part: bytes 0 to 3 of 30")
+    assert space_.read_text("euro.txt", offset=4, length=4).startswith("€\n[read in part: bytes 6 to 9 of 30")
+    assert space_.read_text("euro.txt", length=1).startswith("€\n")
 
 
 def test_binary_and_missing_files_get_clear_messages(space: tuple[Path, Path]) -> None:
@@ -103,8 +118,7 @@ def test_binary_and_missing_files_get_clear_messages(space: tuple[Path, Path]) -
     read = tools_by_name(root)["read_file"]
     with pytest.raises(ToolFailure, match="binary file"):
         read(path="blob.bin")  # type: ignore[operator]
-    with pytest.raises(ToolFailure, match="not UTF-8 text"):
-        read(path="latin.txt")  # type: ignore[operator]
+    assert read(path="latin.txt") == "caf\\xe9 cr\\xe8me\n[bytes that are not UTF-8 are shown as \\xNN]"  # type: ignore[operator]
     with pytest.raises(ToolFailure, match="use list_files"):
         read(path="nope.txt")  # type: ignore[operator]
     with pytest.raises(ToolFailure, match="is a directory"):

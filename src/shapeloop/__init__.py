@@ -26,6 +26,7 @@ from shapeloop.errors import (
     SchemaRefused,
     ShapeloopError,
     ToolFailure,
+    TranscriptError,
     UnknownModel,
     UsageError,
 )
@@ -48,6 +49,7 @@ from shapeloop.events import (
 )
 from shapeloop.extract import Extraction, extract_step
 from shapeloop.loop import choose_mode, run_agent
+from shapeloop.many import run_many
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch, Step, flat_schema, step_schema
@@ -109,6 +111,7 @@ __all__ = [
     "ToolStatus",
     "Toolbox",
     "Transcript",
+    "TranscriptError",
     "UnknownModel",
     "Usage",
     "UsageError",
@@ -118,6 +121,7 @@ __all__ = [
     "extract_step",
     "flat_schema",
     "run_agent",
+    "run_many",
     "step_schema",
     "tool",
     "workspace_tools",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
 
 from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.text import escape_surrogates
 from shapeloop.tools import ToolCall
 
 Role = Literal["system", "user", "assistant"]
@@ -66,10 +67,14 @@ class Capabilities:
     Attributes:
         schema: which schemas it constrains replies to.
         native_tools: it takes tools through a native tool-calling API.
+        exclusive: it holds one model and one context (the embedded backend), so two runs must
+            never ask it at once; ``run_many`` gives such a brain to one run at a time. A brain
+            that talks to a server is not exclusive: the server takes concurrent requests.
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
     native_tools: bool = False
+    exclusive: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -293,7 +298,25 @@ class FunctionBrain(BaseBrain):
     def ask(self, request: Request) -> Reply:
         """Call the function with the messages and the schema."""
         out = self.fn(copy_messages(request.messages), request.schema)
-        return out if isinstance(out, Reply) else Reply(text=out)
+        return out if isinstance(out, Reply) else checked_reply(self, Reply(text=out))
+
+
+def checked_reply(brain: object, reply: object) -> Reply:
+    """``reply`` if it is a :class:`Reply` with text, its lone surrogates escaped; a brain that
+    returns anything else is a programming error, raised naming the brain."""
+    if not isinstance(reply, Reply) or not isinstance(reply.text, str):
+        got = type(reply.text if isinstance(reply, Reply) else reply).__name__
+        raise TypeError(
+            f"brain {_name(brain)} returned {got} where a Reply with text (a str) was due: "
+            "its ask() must return Reply(text=...), or a plain function a str"
+        )
+    text = escape_surrogates(reply.text)
+    return reply if text is reply.text else replace(reply, text=text)
+
+
+def _name(brain: object) -> str:
+    inner = brain.fn if isinstance(brain, FunctionBrain) else brain
+    return getattr(inner, "__qualname__", None) or type(inner).__qualname__
 
 
 def as_brain(brain: Brain | Callable[..., Any]) -> Brain:

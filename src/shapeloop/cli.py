@@ -4,20 +4,23 @@ library, prints."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 from collections.abc import Sequence
 from contextlib import closing
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from shapeloop import __version__, backends, models
 from shapeloop.brain import Brain, Message, ScriptedBrain
-from shapeloop.errors import ShapeloopError, UsageError
+from shapeloop.errors import ShapeloopError, TranscriptError, UsageError
 from shapeloop.events import ConsoleSink
 from shapeloop.loop import run_agent
 from shapeloop.output import typed_answer
-from shapeloop.run import AgentRun, StopReason
+from shapeloop.run import AgentRun, StopReason, open_jsonl
+from shapeloop.text import printable, to_json
 from shapeloop.toolbox import Approver
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.workspace import workspace_tools
@@ -28,19 +31,32 @@ EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _BadArguments as exc:
+        print(f"shapeloop: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return int(args.command(args))
     except (ShapeloopError, FileNotFoundError, NotADirectoryError) as exc:
-        print(f"shapeloop: error: {exc}", file=sys.stderr)
+        print(f"shapeloop: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("shapeloop: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
+class _BadArguments(Exception):
+    """What argparse would print before exiting, raised instead so it makes one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _BadArguments(f"{message} (see `{self.prog} --help`)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shapeloop", description="Small local models doing real work through tools.")
+    parser = _Parser(prog="shapeloop", description="Small local models doing real work through tools.")
     parser.add_argument("--version", action="version", version=f"shapeloop {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -102,6 +118,8 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if _refused(_problems(args, task=args.task)):
+        return EXIT_USAGE
     output_schema = _output_schema(args.output_schema)
     tools = workspace_tools(args.root, write=args.write)
     sink = None if args.json else ConsoleSink()
@@ -119,9 +137,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
-        print(json.dumps({"backend": args.backend, "model": model, **run.to_dict()}, ensure_ascii=False))
+        print(to_json({"backend": args.backend, "model": model, **run.to_dict()}))
     elif run.ok:
-        print(run.answer)
+        print(printable(run.answer or ""))
     return _exit_status(run)
 
 
@@ -148,6 +166,8 @@ def _output_schema(path: str | None) -> dict[str, Any] | None:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
+    if _refused(_problems(args)):
+        return EXIT_USAGE
     tools = workspace_tools(args.root, write=args.write)
     with closing(_load_brain(args)) as brain:
         return _chat(args, brain, tools)
@@ -173,7 +193,7 @@ def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
             history=history, transcript_path=args.transcript,
         )  # fmt: skip
         history = run.messages
-        print(run.answer if run.ok else f"(no answer: {run.reason})")
+        print(printable(run.answer or "") if run.ok else f"(no answer: {printable(run.reason)})")
 
 
 def _cmd_pull(args: argparse.Namespace) -> int:
@@ -188,6 +208,79 @@ def _cmd_models(args: argparse.Namespace) -> int:
         default = " (default)" if entry.name == models.DEFAULT_MODEL else ""
         print(f"  {entry.name:<20} {entry.size / 1e6:>6.0f} MB  {mark:<7} {entry.title}{default}")
     return EXIT_OK
+
+
+def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]:
+    """Every bad input, one sentence each, found before a model is loaded or pulled."""
+    problems = []
+    if task is not None and not task.strip():
+        problems.append('the task is empty: say what to do, e.g. shapeloop run "Read notes.txt" --root .')
+    if not args.root:
+        problems.append("--root is empty: name the workspace folder, e.g. --root .")
+    elif not os.path.isdir(args.root):
+        problems.append(f"workspace root {args.root!r} is not a directory: create it or pass another --root")
+    if args.max_steps < 1:
+        problems.append(f"--max-steps must be 1 or more, not {args.max_steps}")
+    if args.ctx < 256:
+        problems.append(f"--ctx must be at least 256 tokens, not {args.ctx}")
+    if args.script:
+        if not os.path.isfile(args.script):
+            problems.append(f"--script {args.script!r} is not a file")
+    else:
+        problems += _backend_problems(args)
+    if getattr(args, "output_schema", None) is not None:
+        try:
+            _output_schema(args.output_schema)
+        except UsageError as exc:
+            problems.append(str(exc))
+    if args.transcript is not None:
+        try:
+            open_jsonl(args.transcript).close()
+        except TranscriptError as exc:
+            problems.append(str(exc))
+    return [printable(p) for p in problems]
+
+
+def _backend_problems(args: argparse.Namespace) -> list[str]:
+    """What a built-in backend lacks: its extra, a model it can use, or a base URL it cannot."""
+    if args.backend not in backends.BUILTIN:
+        return []  # a package's backend checks its own inputs when it is made
+    problems = []
+    module, extra = _EXTRAS.get(args.backend, (None, None))
+    if module is not None and importlib.util.find_spec(module) is None:
+        problems.append(
+            f"--backend {args.backend} needs the {extra!r} extra: pip install 'shapeloop[{extra}]'"
+            + (" (with the README's build flags)" if extra == "local" else "")
+        )
+    if args.backend != "llamacpp":
+        if not args.model:
+            problems.append(f"the {args.backend} backend needs a model (--model): the name of a model the server has")
+        return problems
+    if args.base_url is not None:
+        problems.append("the llamacpp backend runs in this process and takes no base URL: drop --base-url")
+    model = args.model or models.DEFAULT_MODEL
+    if model not in models.CATALOGUE:
+        try:
+            if not os.path.isfile(model):
+                models.lookup(model)
+            models.check_gguf(Path(model))
+        except ShapeloopError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+# backend: (the module it imports, the extra that installs it)
+_EXTRAS = {
+    "llamacpp": ("llama_cpp", "local"),
+    "ollama": ("ollama", "ollama"),
+    "instructor": ("instructor", "instructor"),
+}
+
+
+def _refused(problems: list[str]) -> bool:
+    for problem in problems:
+        print(f"shapeloop: error: {problem}", file=sys.stderr)
+    return bool(problems)
 
 
 def _load_brain(args: argparse.Namespace) -> Brain:
@@ -211,7 +304,7 @@ def _approver(choice: bool | None) -> Approver:
 
 def _ask_terminal(call: ToolCall) -> bool | str:
     try:
-        answer = input(f"Allow {call}? [y/N] ").strip().lower()
+        answer = input(f"Allow {printable(str(call))}? [y/N] ").strip().lower()
     except EOFError:
         answer = ""
     return True if answer in ("y", "yes") else "the user said no"
@@ -220,7 +313,7 @@ def _ask_terminal(call: ToolCall) -> bool | str:
 def _exit_status(run: AgentRun) -> int:
     if run.ok:
         return EXIT_OK
-    print(f"shapeloop: {run.stop.value}: {run.reason}", file=sys.stderr)
+    print(f"shapeloop: {run.stop.value}: {printable(run.reason)}", file=sys.stderr)
     return EXIT_INTERRUPTED if run.stop is StopReason.INTERRUPTED else EXIT_STOPPED
 
 

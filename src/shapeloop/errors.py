@@ -12,6 +12,8 @@ text the model reads on its next step. These are the caller's and the machine's 
     ├── UsageError              options or arguments that cannot work together (says which)
     ├── ToolFailure             raised inside a tool; the loop turns it into ``ERROR: ...``
     │   └── OutsideWorkspace    a path that would leave the workspace
+    ├── TimedOut                a tool or model call ran past its time limit (the loop turns it into feedback or a stop)
+    ├── TranscriptError         a transcript path that cannot be written (found before the run)
     └── CatalogueError          the model catalogue or its cache
         ├── UnknownModel        a name that is neither in the catalogue nor a GGUF file
         └── ChecksumMismatch    an assembled model whose sha256 is not the pinned one
@@ -80,6 +82,14 @@ class ToolFailure(ShapeloopError):
 
 class OutsideWorkspace(ToolFailure):
     """A path that resolves outside the workspace root."""
+
+
+class TimedOut(ShapeloopError):
+    """A call ran past its time limit; its thread runs on in the background, its result dropped."""
+
+
+class TranscriptError(ShapeloopError):
+    """A transcript path that cannot be written: a folder, a symlink, a missing or read-only folder."""
 
 
 class CatalogueError(ShapeloopError):

@@ -9,7 +9,6 @@ a tool and then answers, the events are::
 from __future__ import annotations
 
 import enum
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -17,7 +16,8 @@ from dataclasses import dataclass, fields
 from typing import IO, Any, ClassVar
 
 from shapeloop.brain import Finish, Usage
-from shapeloop.run import Mode, StopReason
+from shapeloop.run import Mode, StopReason, open_jsonl
+from shapeloop.text import printable, to_json
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import ToolCall
 
@@ -164,14 +164,17 @@ def _plain(value: Any) -> Any:
 
 
 class JsonlSink:
-    """Appends each event to a JSON Lines file as it happens (so a crash loses nothing)."""
+    """Appends each event to a JSON Lines file as it happens (so a crash loses nothing).
+
+    The file is opened for each event (no handle is left open), never through a symlink.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
 
     def __call__(self, event: Event) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        with open_jsonl(self.path) as handle:
+            handle.write(to_json(event.to_dict()) + "\n")
 
 
 class ConsoleSink:
@@ -223,14 +226,14 @@ class ConsoleSink:
             return self._row("mode", f"now {event.mode.value}: {event.reason}", "35")
         if isinstance(event, RunStopped):
             mark = "1;32" if event.stop is StopReason.ANSWERED else "1;31"
-            return self._paint(f"■ {event.stop.value}: {event.reason}", mark)
+            return self._paint(f"■ {event.stop.value}: {printable(event.reason)}", mark)
         return None
 
     def _row(self, label: str, text: str, color: str) -> str:
-        return f"  {self._paint(f'{label:<8}', color)} {text}"
+        return f"  {self._paint(f'{label:<8}', color)} {printable(text)}"
 
     def _preview(self, text: str) -> str:
-        flat = " ".join(text.split())
+        flat = " ".join(printable(text).split())
         return flat if len(flat) <= self.preview_chars else flat[: self.preview_chars - 1] + "…"
 
     def _paint(self, text: str, code: str) -> str:

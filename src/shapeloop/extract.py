@@ -2,24 +2,40 @@
 
 The step is the *last* object in the reply that validates, not the span from the first ``{`` to the
 last ``}``: real replies carry drafts, second thoughts after a correct object, braces inside strings
-and whole programs inside string values. The scan is string-aware and linear in the reply's length.
+and whole programs inside string values.
+
+Where a step may begin is found by one regular expression: an opening brace followed by one of the
+step's keys (a brace inside a JSON string is followed by an escaped quote, so it never matches).
+Those places are tried last first, each decoded by the standard library's JSON scanner from that
+position, within a window that grows only while the object may be longer; every decode is charged
+to a budget proportional to the reply's length, so reading is linear on any input, and nothing
+recurses deeper than the JSON scanner's own guarded depth.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
-from shapeloop.step import Batch, Step
+from shapeloop.step import BATCH_FIELDS, FIELDS, Batch, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
-# Characters that may stand between tokens of a JSON object (outside strings): structure,
-# whitespace, numbers and the letters of true/false/null. Anything else means "this is prose".
-_JSON_BARE = frozenset(" \t\r\n:,[]0123456789-+.eEtruefalsn")
+_THINK_BLOCKS = tuple(
+    (close, re.compile(re.escape(open_) + ".*?" + re.escape(close), re.DOTALL)) for open_, close in _THINK_TAGS
+)
+_SPACE = re.compile(r"\s*")
+# An object that may be a step: its first key is one of the step's fields (extra keys are refused).
+_SHAPES = (frozenset(FIELDS), frozenset(BATCH_FIELDS))  # a step's keys, or a batch's
+_OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(_SHAPES[0] | _SHAPES[1])) + ')"')
+_DECODER = json.JSONDecoder(strict=False)
+_WINDOW = 256  # characters decoded at first from a candidate; grown fourfold while cut short
+_VALIDATION_COST = 256  # what a full validation is charged, in characters of budget
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,9 +44,10 @@ class Extraction:
 
     Attributes:
         step: the step (a :class:`Batch` for several calls at once), or None when the reply holds none.
-        objects: how many balanced ``{...}`` objects the scan found.
-        chosen: index of the winning object, counting objects in the order they close; None when
-            the whole reply was the step or no step was found.
+        objects: how many places the scan found where a step may begin (an opening brace and
+            one of the step's keys), outside ``<think>`` blocks.
+        chosen: index of the winning object among those, in the order they begin; None when the
+            whole reply was the step or no step was found.
         whole: the whole reply (after stripping) parsed as the step.
         stripped: what was set aside: ``"think"`` blocks and code ``"fence"`` lines.
         error: why no step was found, or why the most recent object was not a step.
@@ -58,19 +75,21 @@ def extract_step(text: str) -> Extraction:
     """Find the step in a model's reply.
 
     The whole reply is tried first (also with a leading ``<think>`` block and an outer code fence
-    taken off). Otherwise every balanced object is found with a string-aware scan, objects inside
-    ``<think>...</think>`` are set aside, and the rest are tried last first: the first that
-    validates as a :class:`Step` wins. The reply's text is never altered, so a think tag or a fence
-    inside a string value survives.
+    taken off). Otherwise every place where a step may begin is found, those inside
+    ``<think>...</think>`` are set aside, and the rest are decoded last first: the first that
+    validates as a :class:`Step` wins. The reply's text is never altered, so a think tag or a
+    fence inside a string value survives.
     """
     regions = _think_regions(text)
     stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
-    for candidate in (text.strip(), _unwrap(text)):
+    for candidate in (text.strip(), _unwrap(text, regions)):
         whole = _as_step(candidate)
         if not isinstance(whole, str):
             return Extraction(step=whole, whole=True, stripped=stripped)
-    spans = [span for span in find_objects(text) if not _inside(span, regions)]
-    return _last_step(text, spans, stripped)
+    starts = [match.start() for match in _OPENING.finditer(text)]
+    if regions:
+        starts = [start for start in starts if not _inside(start, regions)]
+    return _last_step(text, starts, stripped)
 
 
 def split_think(text: str) -> tuple[str, str]:
@@ -89,94 +108,100 @@ def split_think(text: str) -> tuple[str, str]:
     return "".join(visible).strip(), "\n".join(thinking)
 
 
-def _unwrap(text: str) -> str:
+def _unwrap(text: str, regions: list[tuple[int, int]]) -> str:
     """The reply without leading think blocks and without an outer code fence."""
-    body = text.strip()
-    while body.startswith("<think>") and "</think>" in body:
-        body = body[body.index("</think>") + len("</think>") :].lstrip()
-    lines = body.splitlines()
-    if lines and _FENCE.fullmatch(lines[0]):
-        lines = lines[1:]
-    if lines and _FENCE.fullmatch(lines[-1]):
-        lines = lines[:-1]
-    return "\n".join(lines).strip()
+    pos = _after_space(text, 0)
+    for start, end in regions:
+        if start != pos:
+            break
+        pos = _after_space(text, end)
+    body = text[pos:].strip()
+    first = body.find("\n")  # only the first and last lines matter: no split into every line
+    if _FENCE.fullmatch(body if first == -1 else body[:first].rstrip("\r")):
+        body = "" if first == -1 else body[first + 1 :]
+    last = body.rfind("\n")
+    if _FENCE.fullmatch(body[last + 1 :].rstrip("\r")):
+        body = body[: max(last, 0)]
+    return body.strip()
 
 
-def find_objects(text: str) -> list[tuple[int, int]]:
-    """Spans ``(start, end)`` of balanced ``{...}`` objects, in the order they close.
-
-    Quotes are tracked only inside an object, so apostrophes and quotes in prose do not matter;
-    braces inside strings do not count. When an object turns out to be prose (a character that
-    cannot stand between JSON tokens), the scan forgets the open braces and, if a string was
-    opened inside it, rescans from just after that quote: that quote was most likely prose, and
-    it hid the real object's braces. Rescanning is bounded, so the scan is linear.
-    """
-    n = len(text)
-    spans: list[tuple[int, int]] = []
-    stack: list[int] = []
-    in_string = False
-    string_start = -1
-    budget = 3 * n + 64
-    i = 0
-    while i < n:
-        budget -= 1
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                i += 2
-                continue
-            in_string = c != '"'
-        elif not stack:
-            if c == "{":
-                stack.append(i)
-        elif c == '"':
-            in_string, string_start = True, i
-        elif c == "{":
-            stack.append(i)
-        elif c == "}":
-            spans.append((stack.pop(), i + 1))
-        elif c not in _JSON_BARE:
-            rescan = string_start > stack[0] and budget > 0
-            stack.clear()
-            if rescan:
-                i = string_start + 1
-                continue
-        i += 1
-    return spans
+def _after_space(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 def _think_regions(text: str) -> list[tuple[int, int]]:
-    """Spans of closed ``<think>...</think>`` (and ``<thinking>``) blocks."""
-    regions: list[tuple[int, int]] = []
-    for open_tag, close_tag in _THINK_TAGS:
-        pos = 0
-        while (start := text.find(open_tag, pos)) != -1:
-            end = text.find(close_tag, start)
-            if end == -1:
-                break
-            pos = end + len(close_tag)
-            regions.append((start, pos))
-    return regions
+    """Spans of closed ``<think>...</think>`` (and ``<thinking>``) blocks, sorted and disjoint.
+
+    One regular expression each, searched only up to the last closing tag, so a tag left open
+    costs one scan."""
+    kinds: list[list[tuple[int, int]]] = []
+    for close, pattern in _THINK_BLOCKS:
+        last = text.rfind(close)
+        if last != -1:
+            kinds.append([match.span() for match in pattern.finditer(text, 0, last + len(close))])
+    return _merged(kinds[0] + kinds[1]) if len(kinds) == 2 else (kinds[0] if kinds else [])
 
 
-def _inside(span: tuple[int, int], regions: list[tuple[int, int]]) -> bool:
-    return any(start <= span[0] and span[1] <= end for start, end in regions)
+def _merged(regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The regions, sorted, with overlapping ones joined."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(regions):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
-def _last_step(text: str, spans: list[tuple[int, int]], stripped: tuple[str, ...]) -> Extraction:
-    error = "the reply holds no JSON object" if not spans else None
-    parse_budget = 8 * len(text) + 1024
-    for index in range(len(spans) - 1, -1, -1):
-        start, end = spans[index]
-        parse_budget -= end - start
-        if parse_budget < 0:
-            error = error or "too many nested objects to read"
+def _inside(position: int, regions: list[tuple[int, int]]) -> bool:
+    """``position`` lies in one of the sorted, disjoint ``regions``."""
+    index = bisect.bisect_right(regions, position, key=lambda region: region[0]) - 1
+    return index >= 0 and regions[index][0] <= position < regions[index][1]
+
+
+def _last_step(text: str, starts: list[int], stripped: tuple[str, ...]) -> Extraction:
+    error = None
+    if not starts:
+        error = "the reply holds no JSON object" + (" that starts like a step" if "{" in text else "")
+    # Bounds on the work, both linear in the reply: characters decoded, and decodes tried (a
+    # failed decode costs microseconds however short it is).
+    budget, tries = 4 * len(text) + 64 * _WINDOW, 64 + len(text) // _WINDOW
+    for index in range(len(starts) - 1, max(-1, len(starts) - 1 - tries), -1):
+        if budget < 0:
             break
-        result = _as_step(text[start:end])
+        value, cost = _decode_at(text, starts[index])
+        budget -= cost
+        result = value if isinstance(value, str) else _step_of(value, explain=error is None)
         if not isinstance(result, str):
-            return Extraction(step=result, objects=len(spans), chosen=index, stripped=stripped)
+            return Extraction(step=result, objects=len(starts), chosen=index, stripped=stripped)
+        if isinstance(value, dict) and value.keys() in _SHAPES:
+            budget -= _VALIDATION_COST
         error = error or result
-    return Extraction(step=None, objects=len(spans), stripped=stripped, error=error)
+    return Extraction(step=None, objects=len(starts), stripped=stripped, error=error)
+
+
+def _decode_at(text: str, start: int) -> tuple[Any, int]:
+    """The JSON value that begins at ``start`` (or why there is none), and the characters it cost.
+
+    The scanner reads a window of the text, grown while an error could be the window's cut
+    rather than the text's: a decode error counts the lines up to its position, so decoding
+    the whole rest of a long reply from each candidate would be quadratic.
+    """
+    size, cost = _WINDOW, 0
+    while True:
+        stop = min(len(text), start + size)
+        window = text[start:stop]
+        cost += len(window)
+        try:
+            return _DECODER.raw_decode(window)[0], cost
+        except json.JSONDecodeError as exc:
+            cut_short = exc.pos >= len(window) - 8 or exc.msg.startswith("Unterminated string")
+            if stop == len(text) or not cut_short:
+                return f"invalid JSON ({exc.msg} at character {exc.pos})", cost
+        except RecursionError:
+            return "invalid JSON (nested too deeply)", cost
+        size *= 4
 
 
 def _as_step(candidate: str) -> Step | Batch | str:
@@ -187,8 +212,16 @@ def _as_step(candidate: str) -> Step | Batch | str:
         data = json.loads(candidate, strict=False)
     except (ValueError, RecursionError) as exc:
         return f"invalid JSON ({exc})"
+    return _step_of(data, explain=True)
+
+
+def _step_of(data: Any, *, explain: bool) -> Step | Batch | str:
+    """``data`` as a step, or why not: pydantic's account when ``explain``, else a short one
+    (a full validation error costs far more than a glance at the keys)."""
     if not isinstance(data, dict):
         return "the JSON is not an object"
+    if not explain and data.keys() not in _SHAPES:
+        return "not a valid step: its keys are not the step's fields"
     try:
         return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)
     except ValidationError as exc:

@@ -79,12 +79,19 @@ class Budget:
     Args:
         max_tokens: stop before a step once this many tokens (prompt plus completion, summed over
             the run) have been used.
-        max_seconds: stop before a step once this much wall time has passed.
+        max_seconds: stop once this much wall time has passed: before a step, and in the middle
+            of a model or tool call (see :meth:`remaining`).
     """
 
     max_tokens: int | None = None
     max_seconds: float | None = None
     started: float = field(default_factory=time.monotonic)
+
+    def remaining(self) -> float | None:
+        """Seconds left of the time budget (never below 0), or None without one."""
+        if self.max_seconds is None:
+            return None
+        return max(0.0, self.max_seconds - (time.monotonic() - self.started))
 
     def exceeded(self, tokens: int) -> str | None:
         """A sentence saying which limit is spent, or None."""

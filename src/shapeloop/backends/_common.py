@@ -67,6 +67,6 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
             return {"_unparsed": raw}
     return dict(raw) if isinstance(raw, dict) else {"_unparsed": raw}

@@ -14,13 +14,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # numpy comes with the local extra, as llama-cpp-python does
+    raise ImportError("the embedded backend needs the local extra: pip install 'shapeloop[local]'") from exc
 
 from shapeloop import models
 from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
-from shapeloop.brain import BaseBrain, Constraint, Finish, Message, Reply, Request, Usage
+from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import fallback_schemas
 
@@ -59,6 +62,8 @@ class LlamaCppBrain(BaseBrain):
             calling a tool and answering (fast path only). Small models call a tool even when none
             fits; the default was calibrated on the benchmark's tune half (``measurements/``).
     """
+
+    capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
 
     def __init__(
         self,

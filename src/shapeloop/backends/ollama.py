@@ -155,6 +155,7 @@ def _errors(ollama: Any) -> ErrorTable:
         (httpx.TimeoutException, BackendTimeout,
          "Ollama at {url} did not answer within {timeout:g} s (the request timed out): raise timeout="),
         (json.JSONDecodeError, BackendError, "Ollama at {url} answered with a body that is not JSON: {exc}"),
+        (RecursionError, BackendError, "Ollama at {url} answered with a body nested too deeply to read"),
         (pydantic.ValidationError, BackendError, "Ollama at {url} answered with something not a chat reply: {exc}"),
         (httpx.HTTPError, BackendError, "the request to Ollama at {url} failed: {exc!r}"),
         (ollama.RequestError, BackendError, "the ollama client refused the request: {exc}"),

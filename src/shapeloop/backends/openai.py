@@ -158,7 +158,7 @@ class OpenAIBrain(BaseBrain):
             raise _HTTPStatus(response.status_code, response.text)
         try:
             data = response.json()
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a body of thousands of "["
             raise _NotJSON(repr(response.text[:200])) from exc
         if not isinstance(data, dict):
             raise _NotJSON(repr(response.text[:200]))
