@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from shapeloop.tools import Tool
 
 FIELDS = ("reason", "action", "tool", "args", "answer")
+BATCH_FIELDS = ("reason", "action", "calls")
 MAX_BATCH = 8
 """The most calls one batch step may carry (an unbounded list lets a looping model fill its token budget)."""
 # Where a typed answer's ``$defs`` go; a tool's prefix is made of letters, digits and ``_``, so never this.
