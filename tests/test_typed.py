@@ -331,3 +331,10 @@ def test_the_test_brain_writes_a_valid_typed_answer_for_the_callers_acceptor() -
     run = run_agent(TestBrain(), [read_file], "Extract.", output_type=Todo, accept_answer=accept)
     assert run.ok, run.reason
     assert isinstance(run.output, Todo) and seen == [run.output] and run.output.priority is Priority.LOW
+
+
+def test_the_test_brain_writes_dates_in_their_format() -> None:
+    from shapeloop.doubles import TestBrain
+
+    run = run_agent(TestBrain(), [], "Extract.", output_type=Item)
+    assert run.ok and run.output == Item(name="a", due=datetime.date(2000, 1, 1)), run.reason
