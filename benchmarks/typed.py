@@ -10,9 +10,10 @@ Two task sets over the fixture workspace in ``benchmarks/typed_workspace``:
 
     python -m benchmarks.typed --model qwen2.5-coder-0.5b     # one model (a few minutes)
     python -m benchmarks.typed --model qwen2.5-coder-1.5b --only typed
+    python -m benchmarks.typed --model qwen2.5-coder-1.5b --config prose
 
-Each invocation merges its records into ``measurements/typed.json`` (a model and set run again
-replaces its earlier records), so the models can be measured one at a time.
+Each invocation merges its records into ``measurements/typed.json`` after every run (a model and
+configuration run again replaces its earlier records), so the models can be measured in slices.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -239,33 +240,37 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def measure(brain: Brain, model: str, sets: Sequence[str], *, quick: bool = False) -> list[dict[str, Any]]:
-    """Every task of ``sets`` in both configurations, on one brain."""
+CONFIGS = {"constrained": "typed", "prose": "typed", "one call a step": "batch", "batch": "batch"}
+
+
+def plan(configs: Sequence[str], *, quick: bool = False) -> list[tuple[str, Any, dict[str, Any]]]:
+    """The runs for ``configs``: (label, runner, its options), in order."""
     extracts = EXTRACTS[:2] if quick else EXTRACTS
     questions = QUESTIONS[:2] if quick else QUESTIONS
     jobs: list[tuple[str, Any, dict[str, Any]]] = []
-    if "typed" in sets:
-        jobs += [(f"{t.name} {mode}", run_extract, {"task": t, "mode": mode})
-                 for mode in ("constrained", "prose") for t in extracts]  # fmt: skip
-    if "batch" in sets:
-        jobs += [(f"{t.name} {'batch' if b else 'one call a step'}", run_question, {"task": t, "batch": b})
-                 for b in (False, True) for t in questions]  # fmt: skip
+    for config in configs:
+        if CONFIGS[config] == "typed":
+            jobs += [(f"{t.name} {config}", run_extract, {"task": t, "mode": config}) for t in extracts]
+        else:
+            jobs += [(f"{t.name} {config}", run_question, {"task": t, "batch": config == "batch"}) for t in questions]
+    return jobs
+
+
+def measure(brain: Brain, model: str, configs: Sequence[str], *, quick: bool = False) -> Iterator[dict[str, Any]]:
+    """Each task of ``configs`` on one brain, its record as soon as it is done."""
+    jobs = plan(configs, quick=quick)
     today = datetime.date.today().isoformat()
-    records = []
     for done, (label, job, options) in enumerate(jobs, start=1):
         record = {"model": model, "date": today, **job(brain, **options)}
-        records.append(record)
         mark = "ok" if record["success"] else "x"
         print(f"typed {model}: {done}/{len(jobs)} {label}: {mark} ({record['seconds']:.0f} s)", file=sys.stderr)
-    return records
+        yield record
 
 
-def merge(folder: Path, records: list[dict[str, Any]], models: dict[str, Any]) -> dict[str, Any]:
-    """The earlier results in ``folder/typed.json`` with the (model, set) pairs of ``records`` replaced."""
-    path = folder / "typed.json"
-    old = json.loads(path.read_text()) if path.is_file() else {}
-    fresh = {(r["model"], r["set"]) for r in records}
-    kept = [r for r in old.get("records", []) if (r["model"], r["set"]) not in fresh]
+def merge(old: dict[str, Any], records: list[dict[str, Any]], models: dict[str, Any]) -> dict[str, Any]:
+    """The earlier results ``old`` with every (model, set, config) of ``records`` replaced by ``records``."""
+    fresh = {(r["model"], r["set"], r["config"]) for r in records}
+    kept = [r for r in old.get("records", []) if (r["model"], r["set"], r["config"]) not in fresh]
     merged = kept + records
     return {
         "settings": SETTINGS, "backend": "llamacpp", "models": {**old.get("models", {}), **models},
@@ -278,16 +283,21 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--model", action="append", choices=MODELS, help="model (repeatable); default: all three")
     parser.add_argument("--only", choices=["typed", "batch"], help="one task set (default: both)")
+    parser.add_argument("--config", action="append", choices=list(CONFIGS), help="one configuration (repeatable)")
     parser.add_argument("--quick", action="store_true", help="two tasks of each set")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for typed.json (default measurements/)")
     args = parser.parse_args(argv)
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
-    sets = [args.only] if args.only else ["typed", "batch"]
+    configs = args.config or [c for c, task_set in CONFIGS.items() if args.only in (None, task_set)]
+    path = args.out / "typed.json"
     for model in args.model or MODELS:
         brain = LlamaCppBrain(model, n_ctx=SETTINGS["n_ctx"], max_tokens=SETTINGS["max_tokens"], pull=True)
-        records = measure(brain, model, sets, quick=args.quick)
-        path = write("typed", merge(args.out, records, {model: model_info(model)}), folder=args.out)
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        records: list[dict[str, Any]] = []
+        for record in measure(brain, model, configs, quick=args.quick):
+            records.append(record)  # written after every run: a slice cut short keeps what it measured
+            write("typed", merge(old, records, {model: model_info(model)}), folder=args.out)
         print(f"wrote {path}", file=sys.stderr)
 
 

@@ -306,3 +306,35 @@ def test_the_runs_plain_data_holds_the_output_as_json_or_the_text() -> None:
     plain = run_agent(ScriptedBrain([answer("teal")]), [], "Colour?")
     assert plain.to_dict()["output"] == plain.to_dict()["answer"] == "teal"
     assert run_agent(ScriptedBrain([]), [], "t").to_dict()["output"] is None
+
+
+def test_a_brain_of_flat_schemas_gets_open_arguments_and_the_typed_answer() -> None:
+    from shapeloop import SchemaSupport
+
+    brain = ScriptedBrain([answer(GOOD_TODO)], capabilities=Capabilities(schema=SchemaSupport.FLAT))
+    run = run_agent(brain, [read_file], "Extract.", output_type=Todo)
+    assert run.output == Todo.model_validate(GOOD_TODO)
+    assert (
+        brain.asked[0].schema == fallback_schemas(step_schema([read_file], answer_schema=Todo.model_json_schema()))[0]
+    )
+
+
+def test_the_test_brain_writes_a_valid_typed_answer_for_the_callers_acceptor() -> None:
+    from shapeloop.doubles import TestBrain
+
+    seen: list[Todo] = []
+
+    def accept(todo: Todo) -> bool:
+        seen.append(todo)
+        return True
+
+    run = run_agent(TestBrain(), [read_file], "Extract.", output_type=Todo, accept_answer=accept)
+    assert run.ok, run.reason
+    assert isinstance(run.output, Todo) and seen == [run.output] and run.output.priority is Priority.LOW
+
+
+def test_the_test_brain_writes_dates_in_their_format() -> None:
+    from shapeloop.doubles import TestBrain
+
+    run = run_agent(TestBrain(), [], "Extract.", output_type=Item)
+    assert run.ok and run.output == Item(name="a", due=datetime.date(2000, 1, 1)), run.reason

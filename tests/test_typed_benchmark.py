@@ -69,15 +69,13 @@ def test_question_checkers_accept_the_right_answer_and_refuse_a_wrong_one(name: 
     assert question.reads == question.prompt.count(".txt")
 
 
-def test_merging_replaces_a_models_set_and_keeps_the_rest(tmp_path: Path) -> None:
+def test_merging_replaces_a_models_configuration_and_keeps_the_rest(tmp_path: Path) -> None:
     def record(model: str, task_set: str, success: bool) -> dict[str, object]:
         return {"model": model, "set": task_set, "config": "c", "success": success, "valid": True, "steps": 2,
                 "tool_calls": 1, "batch_steps": 0, "rejected_answers": 0, "tokens": 10, "seconds": 1.0}  # fmt: skip
 
-    (tmp_path / "typed.json").write_text(
-        json.dumps({"records": [record("a", "typed", False), record("b", "typed", True)]})
-    )
-    merged = typed.merge(tmp_path, [record("a", "typed", True)], {"a": {"name": "a"}})
+    old = {"records": [record("a", "typed", False), record("b", "typed", True)]}
+    merged = typed.merge(old, [record("a", "typed", True)], {"a": {"name": "a"}})
     assert sorted((r["model"], r["success"]) for r in merged["records"]) == [("a", True), ("b", True)]
     (tmp_path / "typed.json").write_text(json.dumps(merged))
     lines = "\n".join(report.typed_section(tmp_path))

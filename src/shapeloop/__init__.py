@@ -52,7 +52,7 @@ from shapeloop.loop import choose_mode, run_agent
 from shapeloop.many import run_many
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
-from shapeloop.step import Step, flat_schema, step_schema
+from shapeloop.step import Batch, Step, flat_schema, step_schema
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall, tool
 from shapeloop.workspace import Workspace, workspace_tools
@@ -68,6 +68,7 @@ __all__ = [
     "BackendTimeout",
     "BackendUnavailable",
     "BaseBrain",
+    "Batch",
     "Brain",
     "Capabilities",
     "CatalogueError",

@@ -55,7 +55,7 @@ class SchemaSupport(enum.StrEnum):
     FULL = "full"
     """Any JSON schema, the per-tool step schema included."""
     FLAT = "flat"
-    """Only the flat five-field step (instructor's ``Step`` model)."""
+    """Only the flat five-field step."""
     NONE = "none"
     """None: every reply is free text, read as prose."""
 

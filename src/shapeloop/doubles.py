@@ -67,8 +67,8 @@ class TestBrain(BaseBrain):
         if isinstance(variants, list) and variants:
             chosen = {**variants[turn % len(variants)], "$defs": schema.get("$defs", {})}
         value = write_value(chosen)
-        if isinstance(value, dict) and value.get("action") == "answer" and "answer" in value:
-            value["answer"] = self.answer
+        if isinstance(value, dict) and value.get("action") == "answer" and isinstance(value.get("answer"), str):
+            value["answer"] = self.answer  # a typed answer (an object) stays as written
         elif isinstance(value, dict) and _answers(chosen):
             value.update(action="answer", tool="", args={}, answer=self.answer)
         jsonschema.validate(value, schema)
@@ -79,6 +79,13 @@ def _answers(schema: Mapping[str, Any]) -> bool:
     """A flat step schema, whose ``action`` may be ``answer``: the test brain answers at once."""
     action = schema.get("properties", {}).get("action", {})
     return isinstance(action, Mapping) and "answer" in action.get("enum", ())
+
+
+# Strings in the formats a typed answer's fields use (pydantic writes ``format`` for dates and times).
+_FORMATS = {
+    "date": "2000-01-01", "date-time": "2000-01-01T00:00:00Z", "time": "00:00:00", "email": "a@example.org",
+    "uri": "https://example.org/", "uuid": "00000000-0000-0000-0000-000000000000",
+}  # fmt: skip
 
 
 def write_value(schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None) -> Any:
@@ -114,7 +121,7 @@ def _write_typed(kind: str, schema: Mapping[str, Any], defs: Mapping[str, Any]) 
         items = schema.get("items") or {}
         return [write_value(items, defs) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "string":
-        return "a" * max(1, int(schema.get("minLength", 1)))
+        return _FORMATS.get(str(schema.get("format")), "a" * max(1, int(schema.get("minLength", 1))))
     if kind in ("integer", "number"):
         low = schema["minimum"] if "minimum" in schema else schema.get("exclusiveMinimum", -1) + 1
         return int(low) if kind == "integer" else float(low)
