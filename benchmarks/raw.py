@@ -9,15 +9,11 @@ the others it is scored on its first call. The loop's gain over this is what sha
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, describe, judge_first, tools_for
-from benchmarks.tasks import WORKSPACE
+from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, describe, fresh_workspace, judge_first, tools_for
 from shapeloop import Brain, Message, Request, Tool
 
 PROMPT = """You can call these functions:
@@ -55,8 +51,7 @@ def messages(tools: Sequence[Tool], prompt: str) -> list[Message]:
 
 def run_raw(brain: Brain, task: AnyTask) -> dict[str, Any]:
     """Ask once; score the call (or the answer) it makes."""
-    with tempfile.TemporaryDirectory(prefix="shapeloop-raw-") as tmp:
-        root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
+    with fresh_workspace() as root:
         tools = tools_for(task, root)
         started = time.perf_counter()
         reply = brain.ask(Request(messages=messages(tools, task.prompt), schema=raw_schema(tools)))

@@ -9,13 +9,14 @@ fits, an answer.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,18 @@ def tools_for(task: AnyTask, root: Path) -> list[Tool]:
     return list(task.tools) if isinstance(task, CallTask) else workspace_tools(root, write=task.write)
 
 
+@contextlib.contextmanager
+def fresh_workspace() -> Iterator[Path]:
+    """A copy of the fixture workspace that the task may change, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="shapeloop-bench-") as tmp:
+        yield Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
+
+
 def run_task(
     brain: Brain, task: AnyTask, *, mode: str, schema: str = "per_tool", max_steps: int = 8, stuck_limit: int = 2
 ) -> dict[str, Any]:
     """Run one task through the loop in a fresh copy of the workspace; return its record."""
-    with tempfile.TemporaryDirectory(prefix="shapeloop-bench-") as tmp:
-        root = Path(shutil.copytree(WORKSPACE, Path(tmp) / "ws"))
+    with fresh_workspace() as root:
         started = time.perf_counter()
         gaps: list[float | None] = []
 

@@ -397,7 +397,7 @@ class _Run:
         self.barren.reset()
         self.last_failure = _failure(result)
         status = self._status(result, record).value
-        self._say("user", prompts.tool_feedback(result, record, status=status, task=self.task))
+        self._say("user", prompts.tool_feedback(result, record, status=status))
         self._check_repeats([record])
 
     def _on_batch(self, step: Batch, raw: str) -> None:

@@ -2,7 +2,8 @@
 
 Kept short and literal: a 135M model follows a short instruction and ignores a long one. Each choice
 here was measured on the tune half of the benchmark suite (``measurements/``): the full tool
-documentation, the rule for when no tool fits, and feedback that names the task again.
+documentation, the rules, and a worked example whose answer comes from its result. Restating the
+task after each single result was measured too: qwen2.5-coder-0.5b then made the same call again.
 """
 
 from __future__ import annotations
@@ -118,14 +119,11 @@ _NEXT = (
     'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
-RESTATE_TASK = False
 
 
-def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, task: str = "") -> str:
+def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
     """The user turn that carries a tool's result back to the model."""
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    if RESTATE_TASK and task:
-        text += f"The task: {_clip(task, 600)}\n"
     text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
         text += (
