@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> None:
     cpus = os.cpu_count() or 1
     tasks = choose(True, "all")[: args.tasks]
     results: dict[str, list[dict[str, Any]]] = {}
+    earlier = args.out / "scale.json"
+    if args.only and earlier.exists():
+        # one part measured again: the other part's earlier results stay in the file
+        results = {name: levels for name, levels in json.loads(earlier.read_text())["results"].items()}
     settings = {"levels": list(LEVELS), "tasks": [t.name for t in tasks], "max_steps": MAX_STEPS,
                 "server": "python -m llama_cpp.server (no parallel slots: one model behind a lock)",
                 "server_threads": cpus, "ray_cpus": cpus}  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from shapeloop import loop, prompts, step
+from shapeloop import loop, prompts, step, toolbox
 
 
 @contextlib.contextmanager
@@ -73,6 +73,15 @@ _NO_INVENTED = [
     *prompts._RULES[2:],
 ]
 
+@contextlib.contextmanager
+def bias_every_step() -> Iterator[None]:
+    """The embedded backend's answer bias at every step, as before it was kept to the first."""
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    with _patched(LlamaCppBrain, answer_bias_for=lambda self, request: self.answer_bias):
+        yield
+
+
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "shipped": shipped,
     "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
@@ -80,4 +89,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "decision-first": decision_first,
     "fit-reason": lambda: _patched(prompts, _FORMAT=_FIT_REASON),
     "no-invented-values": lambda: _patched(prompts, _RULES=_NO_INVENTED),
+    "bias-every-step": bias_every_step,
+    "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
 }

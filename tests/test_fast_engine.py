@@ -124,11 +124,15 @@ def test_the_answer_bias_moves_the_choice_between_a_tool_and_the_answer_and_the_
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
     tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
-    firsts = {}
+    firsts, laters = {}, {}
     for bias in (-50.0, 50.0):
         brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048, answer_bias=bias)
         run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1)
         firsts[bias] = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))["action"]
         assert isinstance(brain.last_stats["decision_gap"], float)
+        # once a result has come back the bias is off: both brains make the same choice
+        later = Request(messages=run.messages, schema=step_schema(tools), results=1)
+        laters[bias] = json.loads(brain.ask(later).text)["action"]
         brain.close()
     assert firsts == {-50.0: "tool", 50.0: "answer"}
+    assert laters[-50.0] == laters[50.0]

@@ -119,10 +119,32 @@ def test_binary_and_missing_files_get_clear_messages(space: tuple[Path, Path]) -
     with pytest.raises(ToolFailure, match="binary file"):
         read(path="blob.bin")  # type: ignore[operator]
     assert read(path="latin.txt") == "caf\\xe9 cr\\xe8me\n[bytes that are not UTF-8 are shown as \\xNN]"  # type: ignore[operator]
-    with pytest.raises(ToolFailure, match="use list_files"):
+    with pytest.raises(ToolFailure, match=r"there is no file 'nope.txt'; the workspace has: blob.bin, colour.txt"):
         read(path="nope.txt")  # type: ignore[operator]
     with pytest.raises(ToolFailure, match="is a directory"):
         read(path="sub")  # type: ignore[operator]
+
+
+def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> None:
+    """The error after a wrong path carries the next call: the file of that name, or the files there are."""
+    root, _ = space
+    (root / ".secret.txt").write_text("hidden")
+    tools = tools_by_name(root)
+    read, listing = tools["read_file"], tools["list_files"]
+    with pytest.raises(ToolFailure, match=r"there is no file 'deep.txt'; did you mean 'sub/deep.txt'\?"):
+        read(path="deep.txt")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match=r"there is no folder 'subs'; did you mean 'sub/deep.txt'\?"):
+        read(path="subs/Deep.TXT")  # type: ignore[operator]
+    listed = r"there is no folder 'notes'; the workspace has: colour\.txt, sub/deep\.txt$"
+    with pytest.raises(ToolFailure, match=listed):
+        listing(path="notes")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match=r"'colour\.txt' is a file, not a folder: read it with read_file"):
+        listing(path="colour.txt")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match=r"'colour\.txt/x' is not a directory"):
+        listing(path="colour.txt/x")  # type: ignore[operator]
+    (root / "empty").mkdir()
+    with pytest.raises(ToolFailure, match="the workspace has no files"):
+        tools_by_name(root / "empty")["read_file"](path="x.txt")  # type: ignore[operator]
 
 
 def test_missing_root_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:

@@ -130,12 +130,14 @@ class Request:
             tools, never both.
         repeats: how many times this run has started repeating itself so far; a routing brain
             escalates on it (the run's state travels in the request, so no brain keeps it).
+        results: how many tool results the run has fed back so far (0 at a task's first step).
     """
 
     messages: Sequence[Message]
     schema: Mapping[str, Any] | None = None
     tools: Sequence[Mapping[str, Any]] | None = None
     repeats: int = 0
+    results: int = 0
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:

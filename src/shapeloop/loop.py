@@ -99,6 +99,7 @@ def run_agent(
     output_type: type[OutputT] | Mapping[str, Any] | None = None,
     batch: bool = False,
     tool_timeout: float | None = 60.0,
+    ground_ids: bool = True,
 ) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
@@ -148,6 +149,9 @@ def run_agent(
         tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``
             and the run goes on; None for no limit. The tool's thread cannot be killed: it runs
             on in the background and its result is dropped.
+        ground_ids: refuse to run a call whose id argument (``id``, ``user_id``, ``trackId``, ...)
+            holds a value that appears nowhere in the conversation: an id the model made up
+            (:mod:`shapeloop.grounding`). The model is told to find it first.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
@@ -163,6 +167,7 @@ def run_agent(
         approve=approve,
         max_result_chars=max_result_chars,
         timeout=tool_timeout,
+        ground_ids=ground_ids,
     )
     offered = list(toolbox.tools.values())
     brain = as_brain(brain)
@@ -227,6 +232,7 @@ class _Run:
     batch: bool = False
     native_called: bool = False
     repeats: int = 0
+    results: int = 0  # tool results fed back so far
     # After a repeated call, the next constrained step may not call that tool again: the model is
     # asked for the answer or another tool instead of a third identical call.
     excluded: frozenset[str] = frozenset()
@@ -354,11 +360,11 @@ class _Run:
         """The request for the current mode."""
         messages = list(self.messages)
         if self.mode is Mode.NATIVE:
-            return Request(messages=messages, tools=self.specs, repeats=self.repeats)
+            return Request(messages=messages, tools=self.specs, repeats=self.repeats, results=self.results)
         schema = None
         if self.mode is Mode.CONSTRAINED:
             schema = self.schema_without(self.excluded) if self.excluded else self.schema
-        return Request(messages=messages, schema=schema, repeats=self.repeats)
+        return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results)
 
     def _declined_tools(self, reply: Reply) -> bool:
         """A first native reply that calls nothing, though tools were offered: the model will not use them."""
@@ -392,7 +398,8 @@ class _Run:
     def _on_tool(self, step: Step) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
-        result = self.toolbox.run(call, seconds_left=self.budget.remaining())
+        result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._seen())
+        self.results += 1
         record = self._record(result)
         self.barren.reset()
         self.last_failure = _failure(result)
@@ -410,7 +417,8 @@ class _Run:
         """Run the calls of one step as a batch, and put every result back in one turn."""
         for call in calls:
             self._emit(ToolCalled(step=self.step, call=call))
-        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining())
+        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._seen())
+        self.results += len(results)
         records = [self._record(result) for result in results]
         self.barren.reset()
         self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
@@ -544,6 +552,10 @@ class _Run:
         )
         tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
+
+    def _seen(self) -> str:
+        """What the model was given so far (not what it wrote itself): where an id has to come from."""
+        return "\n".join(message["content"] for message in self.messages if message["role"] != "assistant")
 
     def _say(self, role: str, content: str) -> None:
         message = Message(role=role, content=content)  # type: ignore[typeddict-item]

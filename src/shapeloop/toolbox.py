@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from shapeloop.errors import TimedOut, ToolFailure
+from shapeloop.grounding import made_up_ids
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
 
@@ -70,7 +71,9 @@ class Toolbox:
     """The tools of one run, with the run's policy: allow and deny lists, approval, truncation and
     a time limit per call (``timeout`` seconds, or None for none).
 
-    Deny wins over allow; a tool that is not permitted is neither advertised nor run.
+    Deny wins over allow; a tool that is not permitted is neither advertised nor run. With
+    ``ground_ids`` (the default), a call given the conversation so far (``seen``) is not run when an
+    id argument holds a value that appears nowhere in it (:mod:`shapeloop.grounding`).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class Toolbox:
         approve: Approver | None = None,
         max_result_chars: int = 4000,
         timeout: float | None = None,
+        ground_ids: bool = True,
     ) -> None:
         self._all: dict[str, Tool] = {}
         for item in tools:
@@ -96,6 +100,7 @@ class Toolbox:
         self._approve = approve
         self._limit = max_result_chars
         self._timeout = timeout
+        self._ground_ids = ground_ids
         if max_result_chars < 1:
             raise ValueError("max_result_chars must be at least 1")
         if timeout is not None and not timeout > 0:
@@ -111,15 +116,16 @@ class Toolbox:
             raise ValueError(f"{what} names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
         return chosen
 
-    def run(self, call: ToolCall, *, seconds_left: float | None = None) -> ToolResult:
+    def run(self, call: ToolCall, *, seconds_left: float | None = None, seen: str | None = None) -> ToolResult:
         """Run a call: check it, gate it, call the tool, and render what came back.
 
         Args:
             call: the call.
             seconds_left: what is left of the run's time budget, if it has one; the call is
                 limited to the smaller of this and the toolbox's ``timeout``.
+            seen: the conversation so far, as text; with it, an id argument must appear in it.
         """
-        problem = self._problem(call)
+        problem = self._problem(call, seen)
         if problem is not None:
             return self._result(call, *problem)
         refusal = self._refusal(call)
@@ -127,14 +133,16 @@ class Toolbox:
             return self._result(call, ToolStatus.DENIED, _denied(call, refusal))
         return self._result(call, *self._execute(call, seconds_left))
 
-    def run_batch(self, calls: Sequence[ToolCall], *, seconds_left: float | None = None) -> list[ToolResult]:
+    def run_batch(
+        self, calls: Sequence[ToolCall], *, seconds_left: float | None = None, seen: str | None = None
+    ) -> list[ToolResult]:
         """Run the calls of one step; the results are in the order of ``calls``.
 
         Every call is checked first and every acting call put to the approver, in order. If one is
         refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
         except that calls sharing a lock key run one after another in the order given.
         """
-        outcomes: list[tuple[ToolStatus, str] | None] = [self._problem(call) for call in calls]
+        outcomes: list[tuple[ToolStatus, str] | None] = [self._problem(call, seen) for call in calls]
         for index, call in enumerate(calls):
             refusal = None if outcomes[index] is not None else self._refusal(call)
             if refusal is not None:
@@ -171,14 +179,21 @@ class Toolbox:
             truncated=len(text) > self._limit,
         )
 
-    def _problem(self, call: ToolCall) -> tuple[ToolStatus, str] | None:
-        """Why the call cannot run as written (an unknown tool, bad arguments), or None."""
+    def _problem(self, call: ToolCall, seen: str | None = None) -> tuple[ToolStatus, str] | None:
+        """Why the call cannot run as written (an unknown tool, bad arguments, a made-up id), or None."""
         chosen = self.tools.get(call.tool)
         if chosen is None:
             return self._not_available(call.tool)
         problem = chosen.argument_errors(call.args)
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
+        made_up = made_up_ids(chosen.parameters, call.args, seen) if self._ground_ids and seen is not None else []
+        if made_up:
+            named = " and ".join(f"{path}={value!r}" for path, value in made_up)
+            return ToolStatus.ERROR, (
+                f"ERROR: {call.tool} was not run: {named} appears nowhere in the task or in any result, and "
+                "an id cannot be guessed. First call a tool that finds it, or answer that you need it."
+            )
         return None
 
     def _refusal(self, call: ToolCall) -> str | None:

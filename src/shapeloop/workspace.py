@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import difflib
 import os
 import stat
 import weakref
@@ -29,6 +30,9 @@ from shapeloop.tools import Tool, tool
 
 _SNIFF_BYTES = 8192
 _MAX_LISTED = 200
+# after a path that does not exist: files with a similar name, else the workspace's files
+_MAX_HINTS = 8
+_MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
@@ -70,7 +74,10 @@ class Workspace:
         """
         if offset < 0 or length < 1:
             raise ToolFailure(f"offset must be 0 or more and length 1 or more (got offset={offset}, length={length})")
-        fd, _ = self._open(path, os.O_RDONLY)
+        try:
+            fd, _ = self._open(path, os.O_RDONLY)
+        except _NotFound as exc:
+            raise ToolFailure(f"{exc}{self._near(path)}") from None
         try:
             size = self._regular(fd, path, reading=True)
             if offset and offset >= size:
@@ -93,7 +100,14 @@ class Workspace:
 
     def list(self, path: str = ".") -> str:
         """Files and folders under ``path``, recursively, as paths relative to the root."""
-        fd, shown = self._open(path, _DIR_FLAGS)
+        try:
+            fd, shown = self._open(path, _DIR_FLAGS)
+        except _NotAFolder:
+            if not self._is_file(path):
+                raise
+            raise ToolFailure(f"{path!r} is a file, not a folder: read it with read_file") from None
+        except _NotFound:
+            raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
         lines: list[str] = []
         try:
@@ -128,6 +142,37 @@ class Workspace:
         finally:
             os.close(fd)
         return f"appended {len(payload)} bytes to {shown}"
+
+    def _near(self, path: str) -> str:
+        """What to try instead of a path that does not exist: files of that name (or a name like it)
+        elsewhere in the workspace, else the workspace's files, so the model's next call can be right."""
+        try:
+            listed = self.list(".").splitlines()
+        except ToolFailure:
+            return "; use list_files to see what is there"
+        files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
+        wanted = _stem(path)
+        by_stem: dict[str, builtins.list[str]] = {}
+        for line in files:
+            by_stem.setdefault(_stem(line), []).append(line)
+        close = difflib.get_close_matches(wanted, by_stem, n=3, cutoff=0.75) if wanted else []
+        similar = [line for stem in close for line in by_stem[stem]][:_MAX_HINTS]
+        if similar:
+            return f"; did you mean {' or '.join(repr(line) for line in similar)}?"
+        if not files:
+            return "; the workspace has no files"
+        more = f" and {len(files) - _MAX_LISTED_HINT} more" if len(files) > _MAX_LISTED_HINT else ""
+        return f"; the workspace has: {', '.join(files[:_MAX_LISTED_HINT])}{more}"
+
+    def _is_file(self, path: str) -> bool:
+        try:
+            fd, _ = self._open(path, os.O_RDONLY)
+        except ToolFailure:
+            return False
+        try:
+            return stat.S_ISREG(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
 
     def _regular(self, fd: int, path: str, *, reading: bool) -> int:
         """The size of the open file, refusing folders, FIFOs, devices and hard-linked files."""
@@ -214,11 +259,10 @@ class Workspace:
                 os.mkdir(name, 0o755, dir_fd=stack[-1])
             return [name]
         if isinstance(exc, FileNotFoundError):
-            raise ToolFailure(
-                f"there is no {'file' if last else 'folder'} {path!r}; use list_files to see what is there"
-            )
+            missing = path if last else "/".join([*names, name])
+            raise _NotFound(f"there is no {'file' if last else 'folder'} {missing!r}")
         if isinstance(exc, NotADirectoryError):
-            raise ToolFailure(f"{path!r} is not a directory")
+            raise _NotAFolder(f"{path!r} is not a directory")
         if isinstance(exc, IsADirectoryError):
             raise ToolFailure(f"{path!r} is a directory; name a file")
         raise ToolFailure(f"cannot open {path!r}: {exc.strerror}")
@@ -256,6 +300,20 @@ def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]
             while stop < len(data) and _continues(data[stop]):
                 stop += 1
     return start, max(start, stop)
+
+
+def _stem(path: str) -> str:
+    """A path's file name without its extension, case-folded: what a model misremembers least."""
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return (name.rsplit(".", 1)[0] if "." in name[1:] else name).casefold()
+
+
+class _NotFound(ToolFailure):
+    """A path with a missing component; the tool adds what to try instead."""
+
+
+class _NotAFolder(ToolFailure):
+    """A path with a file where a folder should be."""
 
 
 def _visible(names: Iterable[str], path: str) -> None:

@@ -59,8 +59,9 @@ class LlamaCppBrain(BaseBrain):
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
         answer_bias: added to the logit of ``answer`` where a constrained step chooses between
-            calling a tool and answering (fast path only). Small models call a tool even when none
-            fits; the default was calibrated on the benchmark's tune half (``measurements/``).
+            calling a tool and answering (fast path only), at a task's first step. Small models
+            call a tool even when none fits; the default was calibrated on the benchmark's tune
+            half (``measurements/``).
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -125,7 +126,8 @@ class LlamaCppBrain(BaseBrain):
             fast = self._fast_matcher(schema)
             if fast is not None:
                 matcher, applied = fast
-                return replace(self._ask_fast(tokens, matcher, budget), applied=applied)
+                bias = self.answer_bias_for(request)
+                return replace(self._ask_fast(tokens, matcher, budget, bias), applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
         with mapped_errors(ERRORS, backend="llamacpp"):
@@ -181,7 +183,13 @@ class LlamaCppBrain(BaseBrain):
         chosen = self._fast_schemas[key]
         return None if chosen is None else (self._fast.compile(chosen[0]), chosen[1])
 
-    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
+    def answer_bias_for(self, request: Request) -> float:
+        """The answer bias for this step: ``answer_bias`` at a task's first step, none once a tool
+        result has come back. The bias is for the choice the model gets wrong at the start, calling
+        a tool that does not fit; after a result, it made models answer before the task was done."""
+        return self.answer_bias if request.results == 0 else 0.0
+
+    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int, answer_bias: float) -> Reply:
         assert self._fast is not None
         cached = self._reusable_prefix(tokens)
         with mapped_errors(ERRORS, backend="llamacpp"):
@@ -189,7 +197,7 @@ class LlamaCppBrain(BaseBrain):
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
                 matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
-                answer_bias=self.answer_bias,
+                answer_bias=answer_bias,
             )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,

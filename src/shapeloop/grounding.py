@@ -1,0 +1,80 @@
+"""Identifiers a model made up: an ``id`` argument whose value appears nowhere in the conversation.
+
+A small model asked "how many leave days does Ana Ruiz have left?" with ``find_employee(name)`` and
+``get_leave_balance(employee_id)`` calls the second at once, with an id it invented (``"E-12345"``),
+and then reports whatever the tool says about that id. An id cannot be guessed: it comes from the
+task, from the caller, or from an earlier result. So a call whose id argument holds a value found in
+none of them is not run; the model is told where the id has to come from.
+
+Which arguments are ids is read off their names (``id``, ``user_id``, ``trackId``, ``order_ids``,
+``uuid``) and the ``uuid`` format; enum values and the parameter's own default are never questioned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_SNAKE_ID = re.compile(r"(?:^|[_-])(?:ids?|uuids?)$")
+_CAMEL_ID = re.compile(r"[a-z0-9](?:Ids?|IDs?|Uuids?|UUIDs?)$")
+
+
+def is_id_name(name: str) -> bool:
+    """Whether a parameter's name says it holds an identifier."""
+    return bool(_CAMEL_ID.search(name) or _SNAKE_ID.search(name.lower()))
+
+
+def made_up_ids(parameters: Mapping[str, Any], args: Mapping[str, Any], seen: str) -> list[tuple[str, Any]]:
+    """The ``(path, value)`` of every id argument whose value appears nowhere in ``seen``.
+
+    Args:
+        parameters: the tool's JSON schema for its arguments.
+        args: the call's arguments.
+        seen: the text the model had to go on: the conversation so far (the system prompt with the
+            tools' documentation, the task, earlier results).
+    """
+    folded = seen.casefold()
+    return [(path, value) for path, value in _ids(parameters, args, "") if not _appears(value, folded)]
+
+
+def _ids(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """The id values inside ``value``, walking objects and arrays along the schema."""
+    if isinstance(value, Mapping):
+        properties = schema.get("properties") or {}
+        for key, item in value.items():
+            sub = properties.get(key) if isinstance(properties, Mapping) else None
+            sub = sub if isinstance(sub, Mapping) else {}
+            where = f"{path}.{key}" if path else str(key)
+            if _questioned(key, sub):
+                if item != sub.get("default"):
+                    yield from ((where, one) for one in _scalars(item))
+            else:
+                yield from _ids(sub, item, where)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        for index, item in enumerate(value):
+            yield from _ids(items if isinstance(items, Mapping) else {}, item, f"{path}[{index}]")
+
+
+def _questioned(name: str, schema: Mapping[str, Any]) -> bool:
+    """An id parameter whose values are not fixed by the schema itself."""
+    if "enum" in schema or "const" in schema:
+        return False
+    return is_id_name(str(name)) or schema.get("format") == "uuid"
+
+
+def _scalars(value: Any) -> Iterator[Any]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
+    elif (isinstance(value, str) and value.strip()) or (isinstance(value, int) and not isinstance(value, bool)):
+        yield value
+
+
+def _appears(value: Any, folded: str) -> bool:
+    """Whether the value is written in the text: a whole number as a whole number, text as itself."""
+    if isinstance(value, int):
+        return re.search(rf"(?<![\d.]){re.escape(str(value))}(?![\d])", folded) is not None
+    text = value.strip().casefold()
+    return text in folded or text.lstrip("#") in folded

@@ -1,0 +1,101 @@
+"""A made-up id is not run: the model is told where an id has to come from."""
+
+from typing import Literal
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
+from shapeloop.events import ToolReturned
+from shapeloop.grounding import is_id_name, made_up_ids
+
+EMPLOYEES = {"Ana Ruiz": "E-2071"}
+BALANCES = {"E-2071": 12}
+ran: list[str] = []
+
+
+@tool
+def find_employee(name: str) -> str:
+    """Find an employee by name.
+
+    Args:
+        name: the employee's full name.
+    """
+    return f"{name}: employee id {EMPLOYEES[name]}" if name in EMPLOYEES else f"no employee named {name!r}"
+
+
+@tool
+def leave_balance(employee_id: str, kind: Literal["annual", "sick"] = "annual") -> str:
+    """Leave days an employee has left.
+
+    Args:
+        employee_id: the employee's id, e.g. from find_employee.
+        kind: which leave.
+    """
+    ran.append(employee_id)
+    return f"{BALANCES.get(employee_id, 0)} {kind} days left"
+
+
+@pytest.mark.parametrize(
+    ("name", "is_id"),
+    [("id", True), ("user_id", True), ("order_ids", True), ("trackId", True), ("customerID", True),
+     ("uuid", True), ("ID", True), ("paid", False), ("valid", False), ("video", False), ("idea", False),
+     ("kid", False), ("width", False)],
+)  # fmt: skip
+def test_id_parameters_are_told_apart_by_name(name: str, is_id: bool) -> None:
+    assert is_id_name(name) is is_id
+
+
+def test_an_id_must_appear_in_what_was_seen() -> None:
+    schema = {"properties": {"track_id": {"type": "integer"}, "tag": {"type": "string"}}}
+    assert made_up_ids(schema, {"track_id": 77104, "tag": "x"}, "Blinding Lights: track 77104") == []
+    # a whole number, not a piece of a longer one; text regardless of case
+    assert made_up_ids(schema, {"track_id": 7710}, "track 77104") == [("track_id", 7710)]
+    assert made_up_ids({"properties": {"sku_id": {}}}, {"sku_id": "ab-9"}, "the SKU is AB-9") == []
+
+
+def test_nested_ids_are_checked_and_enums_and_defaults_are_not() -> None:
+    schema = {
+        "properties": {
+            "items": {"type": "array", "items": {"properties": {"product_id": {"type": "string"}}}},
+            "region_id": {"enum": ["eu-1", "us-2"]},
+            "account_id": {"type": "string", "default": "main"},
+        }
+    }
+    args = {"items": [{"product_id": "P-1"}, {"product_id": "P-404"}], "region_id": "eu-1", "account_id": "main"}
+    assert made_up_ids(schema, args, "order P-1 please") == [("items[1].product_id", "P-404")]
+
+
+def test_the_loop_does_not_run_a_call_with_a_made_up_id() -> None:
+    ran.clear()
+    brain = ScriptedBrain(
+        [
+            tool_step("leave_balance", employee_id="E-12345"),  # invented
+            tool_step("find_employee", name="Ana Ruiz"),
+            tool_step("leave_balance", employee_id="E-2071"),  # from the result
+            answer_step("Ana Ruiz has 12 annual days left."),
+        ]
+    )
+    run = run_agent(brain, [find_employee, leave_balance], "How many leave days does Ana Ruiz have left?")
+    assert run.stop is StopReason.ANSWERED and run.answer == "Ana Ruiz has 12 annual days left."
+    assert ran == ["E-2071"]  # the invented id never reached the tool
+    first = next(e for e in run.events if isinstance(e, ToolReturned))
+    assert first.status is ToolStatus.ERROR
+    assert "employee_id='E-12345' appears nowhere in the task or in any result" in first.text
+    assert "First call a tool that finds it" in brain.asked[1].messages[-1]["content"]
+
+
+def test_an_id_given_in_the_task_runs_and_the_check_can_be_turned_off() -> None:
+    ran.clear()
+    script = [tool_step("leave_balance", employee_id="E-2071"), answer_step("12")]
+    run_agent(ScriptedBrain(script), [leave_balance], "Leave days left for employee E-2071?")
+    assert ran == ["E-2071"]
+    script = [tool_step("leave_balance", employee_id="E-999"), answer_step("0")]
+    run_agent(ScriptedBrain(script), [leave_balance], "Leave days left for Bob?", ground_ids=False)
+    assert ran == ["E-2071", "E-999"]
+
+
+def test_the_first_step_is_marked_in_the_request_and_later_ones_count_results() -> None:
+    brain = ScriptedBrain([tool_step("find_employee", name="Ana Ruiz"), answer_step("E-2071")])
+    run_agent(brain, [find_employee], "Ana Ruiz's id?")
+    assert [request.results for request in brain.asked] == [0, 1]
