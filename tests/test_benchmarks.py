@@ -103,3 +103,25 @@ def test_quick_run_writes_complete_well_formed_results(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "extraction.json").read_text())["methods"]["shapeloop"]["constructed_cases"] >= 10
     readme = (tmp_path / "README.md").read_text()
     assert "## Task suite" in readme and "smollm2-135m" in readme and "raw first call" in readme
+
+
+def test_runs_made_apart_merge_into_the_run_made_at_once(tmp_path: Path) -> None:
+    """Split the committed run by model, merge the parts back: the same records and figures."""
+    from benchmarks.merge import merge
+
+    whole = json.loads((ROOT / "measurements" / "suite.json").read_text())
+    names = sorted({r["model"] for r in whole["records"]})
+    parts = []
+    for name in names:
+        part = {**whole, "records": [r for r in whole["records"] if r["model"] == name]}
+        parts.append(tmp_path / f"{name}.json")
+        parts[-1].write_text(json.dumps(part))
+    merged = json.loads(merge(parts, tmp_path / "out").read_text())
+    assert len(merged["records"]) == len(whole["records"])
+    key = lambda s: (s["model"], s["split"], s["method"])  # noqa: E731
+    assert sorted(merged["summaries"], key=key) == sorted(whole["summaries"], key=key)
+    assert (tmp_path / "out" / "README.md").is_file()
+    other = {**whole, "settings": {**whole["settings"], "max_steps": 99}}
+    parts[-1].write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="other settings"):
+        merge(parts, tmp_path / "refused")
