@@ -1,5 +1,6 @@
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -374,3 +375,26 @@ def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() 
     feedback = brain.asked[1].messages[-1]["content"]
     assert 'the action is "tool" but "tool" names no tool (the tools are: lookup)' in feedback
     assert "Result of" not in feedback
+
+
+def _actions(schema: Any) -> list[str]:
+    return [v["properties"]["action"]["const"] for v in schema.get("anyOf", [schema])]
+
+
+def test_after_an_answer_that_repeats_an_error_the_next_step_must_call_a_tool() -> None:
+    brain = ScriptedBrain([
+        tool_step("strict_lookup", key="nope"),
+        answer_step("ERROR: no such key 'nope'"),
+        tool_step("strict_lookup", key="colour"),
+        answer_step("red"),
+    ])  # fmt: skip
+    run = run_agent(brain, [strict_lookup, lookup], "What colour?")
+    assert run.answer == "red"
+    assert [_actions(a.schema) for a in brain.asked] == [
+        ["tool", "tool", "answer"], ["tool", "tool", "answer"], ["tool", "tool"], ["tool", "tool", "answer"],
+    ]  # fmt: skip
+    assert "Call a tool again" in brain.asked[2].messages[-1]["content"]
+    # with one tool the answer-less schema is that tool's variant alone, $defs kept
+    one = ScriptedBrain([tool_step("strict_lookup", key="nope"), answer_step("ERROR: no such key"), answer_step("x")])
+    run_agent(one, [strict_lookup], "What colour?")
+    assert _actions(one.asked[2].schema) == ["tool"]

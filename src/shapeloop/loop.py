@@ -44,7 +44,7 @@ from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
-from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema
+from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
@@ -175,11 +175,11 @@ def run_agent(
     typed = None if output_type is None else typed_answer(output_type)
     answer_schema = None if typed is None else typed.schema
 
-    def schema_without(excluded: frozenset[str]) -> dict[str, Any]:
+    def schema_without(excluded: frozenset[str], answer: bool = True) -> dict[str, Any]:
         kept = [t for t in offered if t.name not in excluded]
         full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
         if not flat:
-            return full
+            return full if answer or not kept else without_answer(full)
         # flat: every tool's arguments opened; a typed answer and the batch keep their shape
         return (
             flat_schema(max_reason_chars=max_reason_chars) if typed is None and not batch else fallback_schemas(full)[0]
@@ -189,7 +189,7 @@ def run_agent(
     run = _Run(
         brain=brain,
         toolbox=toolbox,
-        schema=schema_without(frozenset()),
+        schema=schema_without(frozenset(), True),
         schema_without=schema_without,
         mode=Mode(mode),
         max_steps=max_steps,
@@ -218,7 +218,7 @@ class _Run:
     brain: Brain
     toolbox: Toolbox
     schema: dict[str, Any]
-    schema_without: Callable[[frozenset[str]], dict[str, Any]]
+    schema_without: Callable[[frozenset[str], bool], dict[str, Any]]
     mode: Mode
     max_steps: int
     stuck_limit: int
@@ -236,6 +236,9 @@ class _Run:
     # After a repeated call, the next constrained step may not call that tool again: the model is
     # asked for the answer or another tool instead of a third identical call.
     excluded: frozenset[str] = frozenset()
+    # After an answer that only repeated a failed call's error, the next constrained step calls a
+    # tool: small models copy the error again and again when they may answer.
+    must_call: bool = False
     last_failure: str | None = None  # the last result, while it is an error or a refusal
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
@@ -353,7 +356,7 @@ class _Run:
                 self._count(reply.usage)  # the reply is set aside, but its tokens were spent
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
-            self.excluded = frozenset()
+            self.excluded, self.must_call = frozenset(), False
             return reply
 
     def _question(self) -> Request:
@@ -363,7 +366,8 @@ class _Run:
             return Request(messages=messages, tools=self.specs, repeats=self.repeats, results=self.results)
         schema = None
         if self.mode is Mode.CONSTRAINED:
-            schema = self.schema_without(self.excluded) if self.excluded else self.schema
+            changed = self.excluded or self.must_call
+            schema = self.schema_without(self.excluded, not self.must_call) if changed else self.schema
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results)
 
     def _declined_tools(self, reply: Reply) -> bool:
@@ -495,6 +499,7 @@ class _Run:
             objection = "the answer repeats a failed call's error"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.error_answer_feedback(), "error-echo")
+            self.must_call = self.outcome is None
             return
         else:
             value = text = answer

@@ -191,8 +191,8 @@ def empty_answer_feedback() -> str:
 def error_answer_feedback() -> str:
     """After an answer that repeats a failed call's error as if it were the answer."""
     return (
-        "Your answer repeats the error of a failed call, and an error is not an answer to the task. Fix the "
-        "call, call another tool, or say in your own words that you cannot do the task."
+        "Your answer repeats the error of a failed call, and an error is not an answer to the task. Call a "
+        "tool again: the same one with its arguments fixed as the error says, or another one."
     )
 
 

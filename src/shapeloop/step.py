@@ -127,6 +127,18 @@ def step_schema(
     return schema
 
 
+def without_answer(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` less its answer variant: the step must call a tool. A schema with nothing but the
+    answer (no tools) is returned as it is."""
+    variants = [v for v in schema.get("anyOf", [schema]) if _action(v) != "answer"]
+    if not variants:
+        return dict(schema)
+    kept: dict[str, Any] = dict(variants[0]) if len(variants) == 1 else {"anyOf": variants}
+    if "$defs" in schema:
+        kept["$defs"] = schema["$defs"]
+    return kept
+
+
 def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Looser schemas for an engine that cannot compile ``schema``, strictest first.
 
