@@ -82,6 +82,19 @@ def bias_every_step() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def call_after_error() -> Iterator[None]:
+    """After every failed call (not only after an answer that repeats its error) the next step calls a tool."""
+    original = loop._Run._on_tool
+
+    def on_tool(self: Any, step: Any) -> None:
+        original(self, step)
+        self.must_call = self.last_failure is not None and self.last_failure.startswith("ERROR:")
+
+    with _patched(loop._Run, _on_tool=on_tool):
+        yield
+
+
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "shipped": shipped,
     "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
@@ -90,5 +103,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "fit-reason": lambda: _patched(prompts, _FORMAT=_FIT_REASON),
     "no-invented-values": lambda: _patched(prompts, _RULES=_NO_INVENTED),
     "bias-every-step": bias_every_step,
+    "call-after-error": call_after_error,
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
 }
