@@ -22,7 +22,7 @@ from typing import Any
 
 from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
-from shapeloop import AgentRun, Brain, Tool, run_agent, workspace_tools
+from shapeloop import AgentRun, Brain, Tool, prompts, run_agent, workspace_tools
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
@@ -36,9 +36,6 @@ from shapeloop.events import (
 AnyTask = Task | CallTask
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
 ABSTAIN_KINDS = ("no_tool", "irrelevant")  # tasks where any tool call is a failure
-# Words of the system prompt's worked example that no task's answer needs: an answer holding them was
-# copied from the prompt (qwen2.5-coder-0.5b once answered "It is snowing in Oslo." to most tasks).
-EXAMPLE_WORDS = ("apples", "2.40 eur")
 
 
 class Progress:
@@ -134,7 +131,11 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
         "wrong_tool": sum(r.text.startswith(WRONG_TOOL) for r in results),
         "bad_args": sum(r.text.startswith("ERROR: invalid arguments") for r in results),
         "final_mode": run.mode.value,
-        "copied_example": any(word in (run.answer or "").lower() for word in EXAMPLE_WORDS),
+        # the loop refuses such answers now; qwen2.5-coder-0.5b once answered "It is snowing in Oslo."
+        # (an earlier example's answer) to most tasks
+        "copied_example": prompts.copies_example(run.answer or "", task.prompt),
+        "example_copies_refused": sum(isinstance(e, AnswerRejected) and "worked example" in e.objection
+                                      for e in run.events),
         "prose_replies": [r.text for r in replies] if run.mode.value == "prose" else [],
     }  # fmt: skip
 
@@ -191,6 +192,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "bad_argument_rate": round(sum(r.get("bad_args", 0) for r in records) / replies, 3),
         "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in abstain),
         "answers_copied_from_the_prompt": sum(r.get("copied_example", False) for r in records),
+        "example_copies_refused": sum(r.get("example_copies_refused", 0) for r in records),
         "stops": dict(Counter(r["stop"] for r in records)),
         "success_by_kind": _by_kind(records, "success"),
         "first_call_by_kind": _by_kind([r for r in records if r["first_ok"] is not None], "first_ok"),

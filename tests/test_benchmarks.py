@@ -117,6 +117,7 @@ def test_runs_made_apart_merge_into_the_run_made_at_once(tmp_path: Path) -> None
         parts.append(tmp_path / f"{name}.json")
         parts[-1].write_text(json.dumps(part))
     merged = json.loads(merge(parts, tmp_path / "out").read_text())
+    whole = json.loads(merge([ROOT / "measurements" / "suite.json"], tmp_path / "whole").read_text())
     assert len(merged["records"]) == len(whole["records"])
     key = lambda s: (s["model"], s["split"], s["method"])  # noqa: E731
     assert sorted(merged["summaries"], key=key) == sorted(whole["summaries"], key=key)

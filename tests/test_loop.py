@@ -398,3 +398,23 @@ def test_after_an_answer_that_repeats_an_error_the_next_step_must_call_a_tool() 
     one = ScriptedBrain([tool_step("strict_lookup", key="nope"), answer_step("ERROR: no such key"), answer_step("x")])
     run_agent(one, [strict_lookup], "What colour?")
     assert _actions(one.asked[2].schema) == ["tool"]
+
+
+def test_an_answer_copied_from_the_worked_example_is_refused_unless_the_task_is_about_it() -> None:
+    brain = ScriptedBrain([
+        tool_step("lookup", key="colour"),
+        answer_step("A kilo of apples costs 2.40 EUR."),
+        answer_step("The colour is red."),
+    ])  # fmt: skip
+    run = run_agent(brain, [lookup], "What colour?")
+    assert run.answer == "The colour is red." and run.steps == 3
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["the answer was copied from the prompt's worked example"]
+    assert "comes from the example in the instructions" in brain.asked[2].messages[-1]["content"]
+    # a task, a result or the caller's instructions that speak of apples make the same words an answer
+    for task, system in (("Apples are 2.40 EUR a kilo. What does a kilo cost?", None),
+                         ("Price?", "We sell apples at 2.40 EUR.")):  # fmt: skip
+        run = run_agent(ScriptedBrain([answer_step("A kilo of apples costs 2.40 EUR.")]), [lookup], task, system=system)
+        assert run.ok, run.reason
+    # without tools there is no example in the prompt, so nothing to copy
+    assert run_agent(ScriptedBrain([answer_step("Apples, 2.40.")]), [], "Fruit?").ok

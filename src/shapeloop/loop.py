@@ -202,6 +202,8 @@ def run_agent(
         task=task,
         typed=typed,
         batch=batch,
+        example_shown=bool(offered),
+        instructions=system or "",
     )
     prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
     earlier = [m for m in history or () if m["role"] != "system"]
@@ -239,6 +241,8 @@ class _Run:
     # After an answer that only repeated a failed call's error, the next constrained step calls a
     # tool: small models copy the error again and again when they may answer.
     must_call: bool = False
+    example_shown: bool = False  # the system prompt holds the worked example
+    instructions: str = ""  # the caller's own words in the system prompt (``system=``)
     last_failure: str | None = None  # the last result, while it is an error or a refusal
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
@@ -501,6 +505,11 @@ class _Run:
             self._barren(raw, prompts.error_answer_feedback(), "error-echo")
             self.must_call = self.outcome is None
             return
+        elif self.example_shown and prompts.copies_example(answer, f"{self.instructions}\n{self._seen(system=False)}"):
+            objection = "the answer was copied from the prompt's worked example"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._barren(raw, prompts.example_answer_feedback(), "example-copy")
+            return
         else:
             value = text = answer
         verdict: bool | str = True if self.accept is None else self.accept(value)
@@ -558,9 +567,10 @@ class _Run:
         tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
 
-    def _seen(self) -> str:
+    def _seen(self, *, system: bool = True) -> str:
         """What the model was given so far (not what it wrote itself): where an id has to come from."""
-        return "\n".join(message["content"] for message in self.messages if message["role"] != "assistant")
+        skipped = ("assistant",) if system else ("assistant", "system")
+        return "\n".join(message["content"] for message in self.messages if message["role"] not in skipped)
 
     def _say(self, role: str, content: str) -> None:
         message = Message(role=role, content=content)  # type: ignore[typeddict-item]

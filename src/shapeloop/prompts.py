@@ -9,6 +9,7 @@ task after each single result was measured too: qwen2.5-coder-0.5b then made the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,6 +51,22 @@ _EXAMPLE = "\n".join(
         '"answer": "A kilo of apples costs 2.40 EUR."}',
     ]
 )
+
+# Words of the example's task and answer that a real task's answer has no reason to hold unless its
+# task or results do: an answer with them was copied from the example.
+EXAMPLE_WORDS = ("apples", "2.40")
+
+
+def copies_example(answer: str, seen: str) -> bool:
+    """Whether ``answer`` holds words of the worked example that ``seen`` (the task and the results,
+    not the system prompt) does not: the model copied the example instead of answering."""
+    said, known = _words(answer), _words(seen)
+    return any(word in said and word not in known for word in EXAMPLE_WORDS)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.casefold()))
+
 
 _PROSE = "Reply with the JSON object only: no other text before or after it."
 
@@ -193,6 +210,14 @@ def error_answer_feedback() -> str:
     return (
         "Your answer repeats the error of a failed call, and an error is not an answer to the task. Call a "
         "tool again: the same one with its arguments fixed as the error says, or another one."
+    )
+
+
+def example_answer_feedback() -> str:
+    """After an answer copied from the worked example in the instructions."""
+    return (
+        "Your answer comes from the example in the instructions, not from this task. Answer this task "
+        "from its own results, or call a tool to get them."
     )
 
 
