@@ -83,6 +83,15 @@ def bias_every_step() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def no_bias() -> Iterator[None]:
+    """No answer bias: the decision gaps of a run like this calibrate any bias (benchmarks.calibrate)."""
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    with _patched(LlamaCppBrain, answer_bias_for=lambda self, request: 0.0):
+        yield
+
+
+@contextlib.contextmanager
 def call_after_error() -> Iterator[None]:
     """After every failed call (not only after an answer that repeats its error) the next step calls a tool."""
     original = loop._Run._on_tool
@@ -104,5 +113,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-invented-values": lambda: _patched(prompts, _RULES=_NO_INVENTED),
     "bias-every-step": bias_every_step,
     "call-after-error": call_after_error,
+    "no-bias": no_bias,
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
 }
