@@ -156,3 +156,16 @@ def test_an_unknown_model_is_refused_before_llama_cpp_is_needed() -> None:
 
     with pytest.raises(UnknownModel, match="unknown model 'gpt-17'"):
         LlamaCppBrain("gpt-17")
+
+
+def test_the_answer_bias_is_the_one_calibrated_for_the_model_unless_given() -> None:
+    from shapeloop import models
+    from shapeloop.backends.llamacpp import ANSWER_BIAS, LlamaCppBrain
+
+    fake = FakeLlama([])
+    calibrated = {name: m.answer_bias for name, m in models.CATALOGUE.items() if m.answer_bias is not None}
+    assert calibrated, "the catalogue holds calibrated biases"
+    for name, bias in calibrated.items():
+        assert LlamaCppBrain(name, llama=fake).answer_bias == bias  # type: ignore[arg-type]
+    assert LlamaCppBrain("some/model.gguf", llama=fake).answer_bias == ANSWER_BIAS  # type: ignore[arg-type]
+    assert LlamaCppBrain("qwen2.5-coder-0.5b", llama=fake, answer_bias=0.0).answer_bias == 0.0  # type: ignore[arg-type]

@@ -27,8 +27,8 @@ from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import fallback_schemas
 
-# Added to the logit of "answer" at a step's choice between a tool and the answer; calibrated on
-# the benchmark's tune half (measurements/calibration.json).
+# Added to the logit of "answer" at a task's first choice between a tool and the answer, for a model
+# the catalogue has no calibrated value for (measurements/calibration.json: qwen2.5-coder-0.5b's).
 ANSWER_BIAS = 1.5
 
 ERRORS: ErrorTable = (
@@ -60,8 +60,8 @@ class LlamaCppBrain(BaseBrain):
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
         answer_bias: added to the logit of ``answer`` where a constrained step chooses between
             calling a tool and answering (fast path only), at a task's first step. Small models
-            call a tool even when none fits; the default was calibrated on the benchmark's tune
-            half (``measurements/``).
+            call a tool even when none fits. By default, the value calibrated for a catalogue model
+            on the benchmark's tune half (``measurements/calibration.json``), else ``ANSWER_BIAS``.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -82,7 +82,7 @@ class LlamaCppBrain(BaseBrain):
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
-        answer_bias: float = ANSWER_BIAS,
+        answer_bias: float | None = None,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -95,7 +95,7 @@ class LlamaCppBrain(BaseBrain):
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
-        self.answer_bias = answer_bias
+        self.answer_bias = _default_bias(model) if answer_bias is None else answer_bias
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
@@ -272,3 +272,9 @@ def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, 
         if isinstance(reason, dict) and reason.get("type") == "string":
             reason.setdefault("maxLength", max_chars)
     return copied
+
+
+def _default_bias(model: str | os.PathLike[str]) -> float:
+    """The answer bias calibrated for a catalogue model, else :data:`ANSWER_BIAS`."""
+    entry = models.CATALOGUE.get(os.fspath(model))
+    return ANSWER_BIAS if entry is None or entry.answer_bias is None else entry.answer_bias
