@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--base-url", help="the server, for --backend ollama or openai")
     parser.add_argument("--split", choices=["tune", "test", "all"], default="all", help="which half to run")
     parser.add_argument("--kind", action="append", help="only tasks of this kind (repeatable), e.g. multi")
+    parser.add_argument("--task", action="append", help="only this task (repeatable), by name")
     parser.add_argument("--variant", choices=sorted(variants.VARIANTS), default="shipped",
                         help="a prompt or mechanism variant to measure against the shipped one")  # fmt: skip
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
@@ -89,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     names = args.model or (["smollm2-135m"] if args.quick else FULL_MODELS)
     extras = args.extras or args.quick
     tasks = [t for t in choose(args.quick, args.split) if not args.kind or t.kind in args.kind]
+    tasks = [t for t in tasks if not args.task or t.name in args.task]
     if not tasks:
-        parser.error(f"no task of kind {', '.join(args.kind)}; the kinds are {', '.join(sorted(_kinds()))}")
+        parser.error(f"no task of that kind or name in the {args.split} half; the kinds are "
+                     f"{', '.join(sorted(_kinds()))}")  # fmt: skip
     halves = splits(all_tasks())
     ws_tool_tasks = [t for t in tasks if isinstance(t, Task) and t.kind in TOOL_KINDS]
     looping = [t for t in ws_tool_tasks if t.name in LOOPING] or ws_tool_tasks[:1]
@@ -100,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress(per_model * len(names), label="bench")
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
-                "split": args.split, "kinds": args.kind, "variant": args.variant, "quick": args.quick,
+                "split": args.split, "kinds": args.kind, "only_tasks": args.task, "variant": args.variant,
+                "quick": args.quick,
                 "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
     started = time.perf_counter()
     if args.ray is not None:

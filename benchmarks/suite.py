@@ -130,6 +130,12 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
         "unreadable": sum(isinstance(e, ReplyUnreadable) for e in run.events),
         "wrong_tool": sum(r.text.startswith(WRONG_TOOL) for r in results),
         "bad_args": sum(r.text.startswith("ERROR: invalid arguments") for r in results),
+        # how often each guard of the loop acted, so a variant that removes one can be run where it did
+        "made_up_ids": sum("an id cannot be guessed" in r.text for r in results),
+        "path_hints": sum(r.text.startswith("ERROR:") and ("did you mean" in r.text or "workspace has:" in r.text)
+                          for r in results),
+        "error_echoes": sum(isinstance(e, AnswerRejected) and "failed call's error" in e.objection
+                            for e in run.events),
         "final_mode": run.mode.value,
         # the loop refuses such answers now; qwen2.5-coder-0.5b once answered "It is snowing in Oslo."
         # (an earlier example's answer) to most tasks

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from shapeloop import loop, prompts, step, toolbox
+from shapeloop import loop, prompts, step, toolbox, workspace
 
 
 @contextlib.contextmanager
@@ -104,6 +104,21 @@ def call_after_error() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def answer_after_echo() -> Iterator[None]:
+    """After an answer that repeats a failed call's error, the next step may answer again (as before)."""
+    original = loop._Run._on_answer
+
+    def on_answer(self: Any, answer: Any, raw: str) -> None:
+        original(self, answer, raw)
+        self.must_call = False
+
+    with _patched(loop._Run, _on_answer=on_answer):
+        yield
+
+
+_PLAIN_HINT = "; use list_files to see what is there"  # the error's ending before it named files
+
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "shipped": shipped,
     "json-docs": lambda: _patched(prompts, DOC_STYLE="json"),
@@ -114,5 +129,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "bias-every-step": bias_every_step,
     "call-after-error": call_after_error,
     "no-bias": no_bias,
+    "answer-after-echo": answer_after_echo,
+    "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
 }
