@@ -418,3 +418,18 @@ def test_an_answer_copied_from_the_worked_example_is_refused_unless_the_task_is_
         assert run.ok, run.reason
     # without tools there is no example in the prompt, so nothing to copy
     assert run_agent(ScriptedBrain([answer_step("Apples, 2.40.")]), [], "Fruit?").ok
+
+
+def test_a_tool_kept_out_after_a_repeat_stays_out_through_a_refused_answer_until_the_next_call() -> None:
+    other = tool(name="other")(lambda: "x")
+    brain = ScriptedBrain([
+        tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),  # a repeat: lookup kept out
+        answer_step(""),  # refused (empty): lookup stays out
+        tool_step("other"),  # a call: lookup is offered again
+        answer_step("red"),
+    ])  # fmt: skip
+    run = run_agent(brain, [lookup, other], "What colour?")
+    assert run.answer == "red"
+    assert [_variant_tools(a.schema) for a in brain.asked] == [
+        {"lookup", "other"}, {"lookup", "other"}, {"other"}, {"other"}, {"lookup", "other"},
+    ]  # fmt: skip

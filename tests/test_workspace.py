@@ -131,10 +131,10 @@ def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> N
     (root / ".secret.txt").write_text("hidden")
     tools = tools_by_name(root)
     read, listing = tools["read_file"], tools["list_files"]
-    with pytest.raises(ToolFailure, match=r"there is no file 'deep.txt'; did you mean 'sub/deep.txt'\?"):
-        read(path="deep.txt")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match=r"there is no file 'deep.md'; did you mean 'sub/deep.txt'\?"):
+        read(path="deep.md")  # type: ignore[operator]
     with pytest.raises(ToolFailure, match=r"there is no folder 'subs'; did you mean 'sub/deep.txt'\?"):
-        read(path="subs/Deep.TXT")  # type: ignore[operator]
+        read(path="subs/Deep.TEXT")  # type: ignore[operator]
     listed = r"there is no folder 'notes'; the workspace has: colour\.txt, sub/deep\.txt$"
     with pytest.raises(ToolFailure, match=listed):
         listing(path="notes")  # type: ignore[operator]
@@ -150,3 +150,18 @@ def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> N
 def test_missing_root_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a directory"):
         workspace_tools(tmp_path / "nope")
+
+
+def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(space: tuple[Path, Path]) -> None:
+    root, _ = space
+    (root / "readme.md").write_text("# Zephyr\n")
+    read = tools_by_name(root)["read_file"]
+    assert read(path="README.md") == "[there is no 'README.md'; this is 'readme.md']\n# Zephyr\n"  # type: ignore[operator]
+    assert read(path="./deep.txt").startswith("[there is no './deep.txt'; this is 'sub/deep.txt']\ndeep")  # type: ignore[operator]
+    (root / "other").mkdir()
+    (root / "other" / "deep.txt").write_text("other\n")
+    with pytest.raises(ToolFailure, match=r"did you mean 'other/deep\.txt' or 'sub/deep\.txt'\?"):
+        read(path="deep.txt")  # type: ignore[operator]  # two files of that name: no guess
+    append = tools_by_name(root, write=True)["append_note"]
+    append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
+    assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"

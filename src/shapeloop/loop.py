@@ -235,8 +235,9 @@ class _Run:
     native_called: bool = False
     repeats: int = 0
     results: int = 0  # tool results fed back so far
-    # After a repeated call, the next constrained step may not call that tool again: the model is
-    # asked for the answer or another tool instead of a third identical call.
+    # After a repeated call, the next call may not be to that tool again: the model is asked for the
+    # answer or another tool instead of a third identical call (a refused answer in between does
+    # not lift this).
     excluded: frozenset[str] = frozenset()
     # After an answer that only repeated a failed call's error, the next constrained step calls a
     # tool: small models copy the error again and again when they may answer.
@@ -360,7 +361,7 @@ class _Run:
                 self._count(reply.usage)  # the reply is set aside, but its tokens were spent
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
-            self.excluded, self.must_call = frozenset(), False
+            self.must_call = False
             return reply
 
     def _question(self) -> Request:
@@ -471,8 +472,7 @@ class _Run:
                 )
                 return
         repeating = [record for record in records if record.repeats]
-        if repeating:
-            self.excluded = frozenset(record.call.tool for record in repeating)
+        self.excluded = frozenset(record.call.tool for record in repeating)
         for record in repeating:
             self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
 

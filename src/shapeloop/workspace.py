@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import difflib
 import os
+import re
 import stat
 import weakref
 from collections import deque
@@ -77,7 +78,12 @@ class Workspace:
         try:
             fd, _ = self._open(path, os.O_RDONLY)
         except _NotFound as exc:
-            raise ToolFailure(f"{exc}{self._near(path)}") from None
+            twin = self._twin(path)
+            if twin is None:
+                raise ToolFailure(f"{exc}{self._near(path)}") from None
+            # the one file the path can mean, read as what it is (reading is safe; writing never guesses)
+            text = self.read_text(twin, offset=offset, length=length)
+            return f"[there is no {path!r}; this is {twin!r}]\n{text}"
         try:
             size = self._regular(fd, path, reading=True)
             if offset and offset >= size:
@@ -163,6 +169,25 @@ class Workspace:
             return "; the workspace has no files"
         more = f" and {len(files) - _MAX_LISTED_HINT} more" if len(files) > _MAX_LISTED_HINT else ""
         return f"; the workspace has: {', '.join(files[:_MAX_LISTED_HINT])}{more}"
+
+    def _twin(self, path: str) -> str | None:
+        """The one file a missing path can only mean: the same path in other case, else the only file
+        of that name (in any case) in the workspace; None when there is no such file or several."""
+        try:
+            listed = self.list(".").splitlines()
+        except ToolFailure:
+            return None
+        files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
+        wanted = re.sub(r"^(?:\./)+", "", path.strip()).casefold()
+        if not wanted:
+            return None
+        for match in ([f for f in files if f.casefold() == wanted],
+                      [f for f in files if f.rsplit("/", 1)[-1].casefold() == wanted.rsplit("/", 1)[-1]]):  # fmt: skip
+            if len(match) == 1:
+                return match[0]
+            if match:
+                return None
+        return None
 
     def _is_file(self, path: str) -> bool:
         try:
