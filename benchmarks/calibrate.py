@@ -1,6 +1,7 @@
 """Calibrate the embedded backend's answer bias on the tune half.
 
-    python -m benchmarks.calibrate measurements/experiments/NAME/suite.json
+    python -m benchmarks --split tune --variant no-bias --max-steps 1 --model NAME --out /tmp/cal
+    python -m benchmarks.calibrate /tmp/cal/suite.json      # merged into measurements/calibration.json
 
 At each constrained step the embedded backend measures ``gap``: its best logit for ``tool`` minus its
 best for ``answer``, where the step's action is chosen (after the reason is written). With a bias ``b``
@@ -11,8 +12,8 @@ points of the tune half's tasks that need a tool; its figures go to measurements
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +56,27 @@ def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = argv if argv is not None else sys.argv[1:]
-    data = json.loads(Path(args[0]).read_text())
-    out = Path(args[1]) if len(args) > 1 else MEASUREMENTS
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.calibrate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("runs", nargs="+", type=Path, help="suite.json files of tune-half runs")
+    parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
+    args = parser.parse_args(argv)
+    earlier = args.out / "calibration.json"
+    kept = json.loads(earlier.read_text())["results"] if earlier.exists() else []
     results = []
-    for model in dict.fromkeys(r["model"] for r in data["records"]):
-        mine = [r for r in data["records"] if r["model"] == model and r["mode"] == "constrained"
-                and r["split"] == "tune"]  # fmt: skip
-        results.append({"model": model, "variant": data["settings"].get("variant"), **calibrate(mine)})
-        print(model, "bias", results[-1]["chosen"], [(row["bias"], row["abstention"], row["cost"])
-                                                     for row in results[-1]["table"][:13]])  # fmt: skip
-    write("calibration", {"benchmark": "calibration", "source": args[0], "results": results}, out)
+    for path in args.runs:
+        data = json.loads(path.read_text())
+        for model in dict.fromkeys(r["model"] for r in data["records"]):
+            mine = [r for r in data["records"] if r["model"] == model and r["mode"] == "constrained"
+                    and r["split"] == "tune"]  # fmt: skip
+            results.append({"model": model, "source": str(path), "variant": data["settings"].get("variant"),
+                            **calibrate(mine)})  # fmt: skip
+            print(model, "bias", results[-1]["chosen"], [(row["bias"], row["abstention"], row["cost"])
+                                                         for row in results[-1]["table"][:13]])  # fmt: skip
+    # a model calibrated again replaces its earlier result; the others stay
+    mine = {r["model"] for r in results}
+    merged = [r for r in kept if r["model"] not in mine] + results
+    write("calibration", {"benchmark": "calibration", "results": merged}, args.out)
 
 
 if __name__ == "__main__":

@@ -126,3 +126,28 @@ def test_runs_made_apart_merge_into_the_run_made_at_once(tmp_path: Path) -> None
     parts[-1].write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="other settings"):
         merge(parts, tmp_path / "refused")
+
+
+def test_calibration_picks_the_largest_bias_that_costs_at_most_two_points() -> None:
+    from benchmarks.calibrate import calibrate
+
+    def record(kind: str, gap: float) -> dict[str, object]:
+        return {"task": f"{kind}{gap}", "kind": kind, "first_step": "tool", "decision_gaps": [gap]}
+
+    # 50 tool tasks, one of them close (gap 0.8); three abstention tasks at gaps 0.3, 1.2 and 5
+    records = [record("call", 4.0 + i / 10) for i in range(49)] + [record("call", 0.8)]
+    records += [record("irrelevant", 0.3), record("irrelevant", 1.2), record("irrelevant", 5.0)]
+    found = calibrate(records)  # type: ignore[arg-type]
+    # 1.0 turns the close tool task into an answer (1 of 50 = 2%); 4.5 would cost many more
+    assert found["chosen"] == 4.0
+    row = next(r for r in found["table"] if r["bias"] == 1.0)
+    assert row["abstention"] == 0.333 and row["lost"] == ["call0.8"]
+
+
+def test_the_catalogue_biases_are_the_calibrated_ones() -> None:
+    from shapeloop import models
+
+    calibration = json.loads((ROOT / "measurements" / "calibration.json").read_text())
+    chosen = {r["model"]: r["chosen"] for r in calibration["results"]}
+    for name, entry in models.CATALOGUE.items():
+        assert entry.answer_bias == chosen.get(name), name
