@@ -81,8 +81,26 @@ def test_the_loop_does_not_run_a_call_with_a_made_up_id() -> None:
     assert ran == ["E-2071"]  # the invented id never reached the tool
     first = next(e for e in run.events if isinstance(e, ToolReturned))
     assert first.status is ToolStatus.ERROR
-    assert "employee_id='E-12345' appears nowhere in the task or in any result" in first.text
+    assert "the employee_id given appears nowhere in the task or in any result" in first.text
+    assert "E-12345" not in first.text  # quoted, the made-up value would pass the check next time
     assert "First call a tool that finds it" in brain.asked[1].messages[-1]["content"]
+    # the tool is kept out of the next step, until another call is made
+    assert [_variant_tools(a.schema) for a in brain.asked[:3]] == [
+        {"find_employee", "leave_balance"}, {"find_employee"}, {"find_employee", "leave_balance"},
+    ]  # fmt: skip
+
+
+def test_a_made_up_id_made_again_is_refused_again() -> None:
+    ran.clear()
+    script = [tool_step("leave_balance", employee_id="E-12345"), tool_step("leave_balance", employee_id="E-12345"),
+              answer_step("I need the employee's id.")]  # fmt: skip
+    run = run_agent(ScriptedBrain(script), [leave_balance], "How many leave days does Ana Ruiz have left?")
+    assert ran == [] and run.answer == "I need the employee's id."
+
+
+def _variant_tools(schema: object) -> set[str]:
+    assert isinstance(schema, dict)
+    return {v["properties"]["tool"]["const"] for v in schema.get("anyOf", [schema])} - {""}
 
 
 def test_an_id_given_in_the_task_runs_and_the_check_can_be_turned_off() -> None:

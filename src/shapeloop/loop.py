@@ -415,6 +415,9 @@ class _Run:
         status = self._status(result, record).value
         self._say("user", prompts.tool_feedback(result, record, status=status))
         self._check_repeats([record])
+        if result.made_up:
+            # the id has to come from another tool first: this one is kept out until then
+            self.excluded |= {call.tool}
 
     def _on_batch(self, step: Batch, raw: str) -> None:
         if not self.batch:

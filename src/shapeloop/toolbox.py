@@ -40,6 +40,10 @@ class ToolStatus(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+# how a call ended: its status, its text, and whether it was refused for a made-up id
+_Outcome = tuple[ToolStatus, str] | tuple[ToolStatus, str, bool]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
     """The outcome of one call.
@@ -51,6 +55,8 @@ class ToolResult:
             ``DENIED: ...``.
         chars: length of the full result before it was cut.
         truncated: the result was cut to the run's ``max_result_chars``.
+        made_up: the call was not run: an id argument holds a value that appears nowhere in what
+            the model was given (:mod:`shapeloop.grounding`).
     """
 
     call: ToolCall
@@ -58,6 +64,7 @@ class ToolResult:
     text: str
     chars: int
     truncated: bool = False
+    made_up: bool = False
 
 
 def truncate(text: str, limit: int) -> str:
@@ -142,7 +149,7 @@ class Toolbox:
         refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
         except that calls sharing a lock key run one after another in the order given.
         """
-        outcomes: list[tuple[ToolStatus, str] | None] = [self._problem(call, seen) for call in calls]
+        outcomes: list[_Outcome | None] = [self._problem(call, seen) for call in calls]
         for index, call in enumerate(calls):
             refusal = None if outcomes[index] is not None else self._refusal(call)
             if refusal is not None:
@@ -169,7 +176,7 @@ class Toolbox:
         assert len(done) == len(calls), "every call of the batch has an outcome"
         return [self._result(call, *outcome) for call, outcome in zip(calls, done, strict=True)]
 
-    def _result(self, call: ToolCall, status: ToolStatus, text: str) -> ToolResult:
+    def _result(self, call: ToolCall, status: ToolStatus, text: str, made_up: bool = False) -> ToolResult:
         text = escape_surrogates(text)
         return ToolResult(
             call=call,
@@ -177,9 +184,10 @@ class Toolbox:
             text=truncate(text, self._limit),
             chars=len(text),
             truncated=len(text) > self._limit,
+            made_up=made_up,
         )
 
-    def _problem(self, call: ToolCall, seen: str | None = None) -> tuple[ToolStatus, str] | None:
+    def _problem(self, call: ToolCall, seen: str | None = None) -> _Outcome | None:
         """Why the call cannot run as written (an unknown tool, bad arguments, a made-up id), or None."""
         chosen = self.tools.get(call.tool)
         if chosen is None:
@@ -189,11 +197,13 @@ class Toolbox:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
         made_up = made_up_ids(chosen.parameters, call.args, seen) if self._ground_ids and seen is not None else []
         if made_up:
-            named = " and ".join(f"{path}={value!r}" for path, value in made_up)
-            return ToolStatus.ERROR, (
-                f"ERROR: {call.tool} was not run: {named} appears nowhere in the task or in any result, and "
-                "an id cannot be guessed. First call a tool that finds it, or answer that you need it."
+            # the value is not repeated: quoted here, it would be in the conversation and pass next time
+            named = " and ".join(dict.fromkeys(path for path, _ in made_up))
+            text = (
+                f"ERROR: {call.tool} was not run: the {named} given appears nowhere in the task or in any "
+                "result, and an id cannot be guessed. First call a tool that finds it, or answer that you need it."
             )
+            return ToolStatus.ERROR, text, True
         return None
 
     def _refusal(self, call: ToolCall) -> str | None:
