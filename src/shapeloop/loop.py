@@ -242,6 +242,7 @@ class _Run:
     # After an answer that only repeated a failed call's error, the next constrained step calls a
     # tool: small models copy the error again and again when they may answer.
     must_call: bool = False
+    given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
     example_shown: bool = False  # the system prompt holds the worked example
     instructions: str = ""  # the caller's own words in the system prompt (``system=``)
     last_failure: str | None = None  # the last result, while it is an error or a refusal
@@ -260,6 +261,7 @@ class _Run:
         try:
             for message in opening:
                 self._say(message["role"], message["content"])
+            self.given = [m["content"] for m in opening if m["role"] == "user"]
             mode, reason = choose_mode(self.mode, self.brain.capabilities)
             if mode is not self.mode:
                 self._switch(mode, reason)
@@ -409,6 +411,7 @@ class _Run:
         self._emit(ToolCalled(step=self.step, call=call))
         result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._seen())
         self.results += 1
+        self.given.append(result.text)
         record = self._record(result)
         self.barren.reset()
         self.last_failure = _failure(result)
@@ -431,6 +434,7 @@ class _Run:
             self._emit(ToolCalled(step=self.step, call=call))
         results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._seen())
         self.results += len(results)
+        self.given += [result.text for result in results]
         records = [self._record(result) for result in results]
         self.barren.reset()
         self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
@@ -571,9 +575,11 @@ class _Run:
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
 
     def _seen(self, *, system: bool = True) -> str:
-        """What the model was given so far (not what it wrote itself): where an id has to come from."""
-        skipped = ("assistant",) if system else ("assistant", "system")
-        return "\n".join(message["content"] for message in self.messages if message["role"] not in skipped)
+        """What the model was given so far: the system prompt (unless ``system=False``), the earlier
+        conversation's and this task's user turns, and the tools' results. Not what the model wrote,
+        nor the loop's own words around a result (they quote the call): where an id has to come from."""
+        prompt = [m["content"] for m in self.messages[:1] if m["role"] == "system"] if system else []
+        return "\n".join([*prompt, *self.given])
 
     def _say(self, role: str, content: str) -> None:
         message = Message(role=role, content=content)  # type: ignore[typeddict-item]
