@@ -117,6 +117,12 @@ def answer_after_echo() -> Iterator[None]:
         yield
 
 
+# the feedback after a result, without "now": multi-step tasks were answered after their first call
+_NEXT_PATIENT = (
+    "If this result gives what the task asks for, answer with it. If the task needs more (another "
+    "value, or a second call that uses this result), call the next tool."
+)
+
 _PLAIN_HINT = "; use list_files to see what is there"  # the error's ending before it named files
 
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
@@ -130,6 +136,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "call-after-error": call_after_error,
     "no-bias": no_bias,
     "answer-after-echo": answer_after_echo,
+    "patient-next": lambda: _patched(prompts, _NEXT=_NEXT_PATIENT),
     "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
 }
