@@ -117,3 +117,23 @@ def test_the_first_step_is_marked_in_the_request_and_later_ones_count_results() 
     brain = ScriptedBrain([tool_step("find_employee", name="Ana Ruiz"), answer_step("E-2071")])
     run_agent(brain, [find_employee], "Ana Ruiz's id?")
     assert [request.results for request in brain.asked] == [0, 1]
+
+
+def test_an_example_id_in_the_tools_documentation_does_not_ground_it_but_the_callers_words_do() -> None:
+    @tool
+    def balance(employee_id: str) -> str:
+        """Leave days left.
+
+        Args:
+            employee_id: the employee's id, e.g. E-12345.
+        """
+        ran.append(employee_id)
+        return "12"
+
+    ran.clear()
+    script = [tool_step("balance", employee_id="E-12345"), answer_step("I need the id.")]
+    run_agent(ScriptedBrain(script), [balance], "Leave days for Ana?")
+    assert ran == []
+    script = [tool_step("balance", employee_id="E-12345"), answer_step("12")]
+    run_agent(ScriptedBrain(script), [balance], "Leave days for Ana?", system="Ana's employee id is E-12345.")
+    assert ran == ["E-12345"]

@@ -1,10 +1,11 @@
-"""Identifiers a model made up: an ``id`` argument whose value appears nowhere in the conversation.
+"""Identifiers a model made up: an ``id`` argument whose value appears nowhere in what it was given.
 
 A small model asked "how many leave days does Ana Ruiz have left?" with ``find_employee(name)`` and
 ``get_leave_balance(employee_id)`` calls the second at once, with an id it invented (``"E-12345"``),
 and then reports whatever the tool says about that id. An id cannot be guessed: it comes from the
-task, from the caller, or from an earlier result. So a call whose id argument holds a value found in
-none of them is not run; the model is told where the id has to come from.
+task, from the caller's instructions, or from an earlier result. (The tools' documentation does not
+count: its example ids, "e.g. E-12345", are the ones small models copy.) So a call whose id argument
+holds a value found in none of them is not run; the model is told where the id has to come from.
 
 Which arguments are ids is read off their names (``id``, ``user_id``, ``trackId``, ``order_ids``,
 ``uuid``) and the ``uuid`` format; enum values and the parameter's own default are never questioned.
@@ -31,8 +32,8 @@ def made_up_ids(parameters: Mapping[str, Any], args: Mapping[str, Any], seen: st
     Args:
         parameters: the tool's JSON schema for its arguments.
         args: the call's arguments.
-        seen: the text the model had to go on: the conversation so far (the system prompt with the
-            tools' documentation, the task, earlier results).
+        seen: the text the model had to go on: the caller's instructions, the task, earlier results
+            (not the tools' documentation: its example ids are what small models copy).
     """
     folded = seen.casefold()
     return [(path, value) for path, value in _ids(parameters, args, "") if not _appears(value, folded)]

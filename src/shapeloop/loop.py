@@ -409,7 +409,7 @@ class _Run:
     def _on_tool(self, step: Step) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
         self._emit(ToolCalled(step=self.step, call=call))
-        result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._seen())
+        result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += 1
         self.given.append(result.text)
         record = self._record(result)
@@ -432,7 +432,7 @@ class _Run:
         """Run the calls of one step as a batch, and put every result back in one turn."""
         for call in calls:
             self._emit(ToolCalled(step=self.step, call=call))
-        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._seen())
+        results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += len(results)
         self.given += [result.text for result in results]
         records = [self._record(result) for result in results]
@@ -512,7 +512,7 @@ class _Run:
             self._barren(raw, prompts.error_answer_feedback(), "error-echo")
             self.must_call = self.outcome is None
             return
-        elif self.example_shown and prompts.copies_example(answer, f"{self.instructions}\n{self._seen(system=False)}"):
+        elif self.example_shown and prompts.copies_example(answer, self._given()):
             objection = "the answer was copied from the prompt's worked example"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
@@ -574,12 +574,13 @@ class _Run:
         tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
 
-    def _seen(self, *, system: bool = True) -> str:
-        """What the model was given so far: the system prompt (unless ``system=False``), the earlier
-        conversation's and this task's user turns, and the tools' results. Not what the model wrote,
-        nor the loop's own words around a result (they quote the call): where an id has to come from."""
-        prompt = [m["content"] for m in self.messages[:1] if m["role"] == "system"] if system else []
-        return "\n".join([*prompt, *self.given])
+    def _given(self) -> str:
+        """What the model was given to work from: the caller's instructions (``system=``), the earlier
+        conversation's and this task's user turns, and the tools' results. Not the tools'
+        documentation (its example values, "e.g. E-12345", are what small models copy), not what the
+        model wrote, nor the loop's words around a result (they quote the call). An id and an
+        answer's facts have to come from here."""
+        return "\n".join([self.instructions, *self.given])
 
     def _say(self, role: str, content: str) -> None:
         message = Message(role=role, content=content)  # type: ignore[typeddict-item]
