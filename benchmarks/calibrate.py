@@ -6,8 +6,9 @@
 At each constrained step the embedded backend measures ``gap``: its best logit for ``tool`` minus its
 best for ``answer``, where the step's action is chosen (after the reason is written). With a bias ``b``
 added to ``answer``, greedy decoding answers exactly when ``gap < b``, so the first step's outcome under
-any bias can be read off one run's records. The chosen bias is the largest that costs at most two
-points of the tune half's tasks that need a tool; its figures go to measurements/calibration.json.
+any bias can be read off one run's records. Of the biases that cost at most two points of the tune
+half's tasks that need a tool, the chosen one abstains most (the smallest, where several abstain as
+much); its figures go to measurements/calibration.json.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def outcomes(records: list[dict[str, Any]], bias: float) -> dict[str, Any]:
 
 def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
     table = [outcomes(records, b) for b in BIASES]
-    chosen = max((row for row in table if row["cost"] <= MAX_COST), key=lambda row: row["bias"])
+    # the most abstention within the cost, and of the biases that reach it the smallest
+    chosen = max((row for row in table if row["cost"] <= MAX_COST), key=lambda row: (row["abstention"], -row["bias"]))
     return {"chosen": chosen["bias"], "max_cost": MAX_COST, "table": table,
             "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records)}  # fmt: skip
 
