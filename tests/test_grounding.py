@@ -137,3 +137,20 @@ def test_an_example_id_in_the_tools_documentation_does_not_ground_it_but_the_cal
     script = [tool_step("balance", employee_id="E-12345"), answer_step("12")]
     run_agent(ScriptedBrain(script), [balance], "Leave days for Ana?", system="Ana's employee id is E-12345.")
     assert ran == ["E-12345"]
+
+
+def test_after_a_failed_call_another_tools_result_reminds_the_model_to_call_it_again() -> None:
+    ran.clear()
+    brain = ScriptedBrain([
+        tool_step("leave_balance", employee_id="E-12345"),  # made up: refused
+        tool_step("find_employee", name="Ana Ruiz"),
+        tool_step("leave_balance", employee_id="E-2071"),
+        answer_step("12 days."),
+    ])  # fmt: skip
+    run_agent(brain, [find_employee, leave_balance], "How many leave days does Ana Ruiz have left?")
+    after_find = brain.asked[2].messages[-1]["content"]
+    assert "Earlier, your call to leave_balance failed" in after_find
+    assert "call leave_balance again with it now" in after_find
+    # said once: the next result has the usual feedback
+    assert "Earlier" not in brain.asked[3].messages[-1]["content"]
+    assert ran == ["E-2071"]

@@ -242,6 +242,7 @@ class _Run:
     # After an answer that only repeated a failed call's error, the next constrained step calls a
     # tool: small models copy the error again and again when they may answer.
     must_call: bool = False
+    failed_tool: str | None = None  # the tool of the last call, while that call failed
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
     example_shown: bool = False  # the system prompt holds the worked example
     instructions: str = ""  # the caller's own words in the system prompt (``system=``)
@@ -416,7 +417,10 @@ class _Run:
         self.barren.reset()
         self.last_failure = _failure(result)
         status = self._status(result, record).value
-        self._say("user", prompts.tool_feedback(result, record, status=status))
+        failed_before = self.failed_tool if self.failed_tool != call.tool else None
+        self._say("user", prompts.tool_feedback(result, record, status=status, failed_before=failed_before))
+        # a failed call waits for another tool's result that may give what it needed; said once
+        self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
         self._check_repeats([record])
         if result.made_up:
             # the id has to come from another tool first: this one is kept out until then

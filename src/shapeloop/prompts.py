@@ -138,9 +138,20 @@ _NEXT = (
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 
 
-def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
-    """The user turn that carries a tool's result back to the model."""
+def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, failed_before: str | None = None) -> str:
+    """The user turn that carries a tool's result back to the model.
+
+    ``failed_before`` names a tool whose call failed earlier in the run: after another tool's result
+    the model is reminded to call it again with what it now has (small models answered with the
+    result that was only the way to it: an employee's id instead of the leave balance it unlocks).
+    """
     text = f"Result of {result.call}:\n{result.text}\n\n"
+    if status == "ok" and failed_before:
+        text += (
+            f"Earlier, your call to {failed_before} failed. If this result gives what {failed_before} "
+            f"needed, call {failed_before} again with it now; if it already answers the task, answer."
+        )
+        return text
     text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
         text += (
