@@ -152,11 +152,9 @@ class Workspace:
     def _near(self, path: str) -> str:
         """What to try instead of a path that does not exist: files of that name (or a name like it)
         elsewhere in the workspace, else the workspace's files, so the model's next call can be right."""
-        try:
-            listed = self.list(".").splitlines()
-        except ToolFailure:
+        files = self._files()
+        if files is None:
             return "; use list_files to see what is there"
-        files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
         wanted = _stem(path)
         by_stem: dict[str, builtins.list[str]] = {}
         for line in files:
@@ -173,11 +171,9 @@ class Workspace:
     def _twin(self, path: str) -> str | None:
         """The one file a missing path can only mean: the same path in other case, else the only file
         of that name (in any case) in the workspace; None when there is no such file or several."""
-        try:
-            listed = self.list(".").splitlines()
-        except ToolFailure:
+        files = self._files()
+        if files is None:
             return None
-        files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
         wanted = re.sub(r"^(?:\./)+", "", path.strip()).casefold()
         if not wanted:
             return None
@@ -188,6 +184,14 @@ class Workspace:
             if match:
                 return None
         return None
+
+    def _files(self) -> builtins.list[str] | None:
+        """The workspace's files (as ``list_files`` shows them, folders and notes left out), or None."""
+        try:
+            listed = self.list(".").splitlines()
+        except ToolFailure:
+            return None
+        return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
 
     def _is_file(self, path: str) -> bool:
         try:
