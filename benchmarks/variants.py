@@ -73,6 +73,7 @@ _NO_INVENTED = [
     *prompts._RULES[2:],
 ]
 
+
 @contextlib.contextmanager
 def bias_every_step() -> Iterator[None]:
     """The embedded backend's answer bias at every step, as before it was kept to the first."""

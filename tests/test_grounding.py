@@ -154,3 +154,25 @@ def test_after_a_failed_call_another_tools_result_reminds_the_model_to_call_it_a
     # said once: the next result has the usual feedback
     assert "Earlier" not in brain.asked[3].messages[-1]["content"]
     assert ran == ["E-2071"]
+
+
+def test_no_reminder_when_the_failed_calls_error_named_the_tool_that_was_then_called() -> None:
+    from shapeloop.errors import ToolFailure
+
+    @tool
+    def show_folder(path: str) -> str:
+        """List a folder."""
+        raise ToolFailure(f"{path!r} is a file: read it with open_file")
+
+    @tool
+    def open_file(path: str) -> str:
+        """Read a file."""
+        return "otter\nbadger"
+
+    brain = ScriptedBrain([tool_step("show_folder", path="a.txt"), tool_step("open_file", path="a.txt"),
+                           answer_step("2 animals.")])  # fmt: skip
+    run_agent(brain, [show_folder, open_file], "How many animals are in a.txt?")
+    after_read = brain.asked[2].messages[-1]["content"]
+    # the read was the fix the error asked for: sending the model back to show_folder would undo it
+    assert "Earlier" not in after_read and "show_folder" not in after_read
+    assert 'reply with action "answer" now' in after_read

@@ -112,6 +112,8 @@ def test_a_pull_never_writes_through_a_planted_partial_symlink(tiny: CatalogueMo
     models.pull("tiny", fetch=fake_fetch(PIECES))
     assert victim.read_text() == "precious\n"
     assert models.cached_path("tiny").read_bytes() == b"".join(PIECES)
+
+
 def test_a_verified_file_is_not_hashed_again_until_it_changes(tiny: CatalogueModel) -> None:
     path = models.pull("tiny", fetch=fake_fetch(PIECES))
     lines: list[str] = []

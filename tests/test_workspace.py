@@ -131,15 +131,19 @@ def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> N
     (root / ".secret.txt").write_text("hidden")
     tools = tools_by_name(root)
     read, listing = tools["read_file"], tools["list_files"]
-    with pytest.raises(ToolFailure, match=r"there is no file 'deep.md'; did you mean 'sub/deep.txt'\?"):
-        read(path="deep.md")  # type: ignore[operator]
+    with pytest.raises(ToolFailure, match=r"there is no file 'deap.md'; did you mean 'sub/deep.txt'\?"):
+        read(path="deap.md")  # type: ignore[operator]
     with pytest.raises(ToolFailure, match=r"there is no folder 'subs'; did you mean 'sub/deep.txt'\?"):
-        read(path="subs/Deep.TEXT")  # type: ignore[operator]
+        read(path="subs/Deap.TEXT")  # type: ignore[operator]
     listed = r"there is no folder 'notes'; the workspace has: colour\.txt, sub/deep\.txt$"
     with pytest.raises(ToolFailure, match=listed):
         listing(path="notes")  # type: ignore[operator]
-    with pytest.raises(ToolFailure, match=r"'colour\.txt' is a file, not a folder: read it with read_file"):
-        listing(path="colour.txt")  # type: ignore[operator]
+    # a file is not a folder: listing it shows its text, as read_file would, and says so
+    shown = listing(path="colour.txt")  # type: ignore[operator]
+    assert shown == "['colour.txt' is a file, not a folder; this is its text, as read_file gives it]\n" + read(
+        path="colour.txt"
+    )  # type: ignore[operator]
+    assert (root / "colour.txt").read_text() in shown
     with pytest.raises(ToolFailure, match=r"'colour\.txt/x' is not a directory"):
         listing(path="colour.txt/x")  # type: ignore[operator]
     (root / "empty").mkdir()
@@ -162,6 +166,17 @@ def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(
     (root / "other" / "deep.txt").write_text("other\n")
     with pytest.raises(ToolFailure, match=r"did you mean 'other/deep\.txt' or 'sub/deep\.txt'\?"):
         read(path="deep.txt")  # type: ignore[operator]  # two files of that name: no guess
+    # a guessed name that shares a word with one file's name only reads that file, and says so
+    (root / "secret.txt").write_text("marmalade\n")
+    assert read(path="notes/secret_word.txt") == (  # type: ignore[operator]
+        "[there is no 'notes/secret_word.txt'; 'secret.txt' is the one file with a name like it, read instead]\n"
+        "marmalade\n"
+    )
+    (root / "secret_key.txt").write_text("k\n")
+    with pytest.raises(ToolFailure, match=r"there is no file 'secret_word\.txt'"):
+        read(path="secret_word.txt")  # type: ignore[operator]  # two files share the word: no guess
+    with pytest.raises(ToolFailure, match=r"there is no file 'data_file\.txt'"):
+        read(path="data_file.txt")  # type: ignore[operator]  # only common words: no guess
     append = tools_by_name(root, write=True)["append_note"]
     append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
     assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"

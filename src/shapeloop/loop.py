@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -243,6 +244,7 @@ class _Run:
     # tool: small models copy the error again and again when they may answer.
     must_call: bool = False
     failed_tool: str | None = None  # the tool of the last call, while that call failed
+    failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
     example_shown: bool = False  # the system prompt holds the worked example
     instructions: str = ""  # the caller's own words in the system prompt (``system=``)
@@ -417,14 +419,24 @@ class _Run:
         self.barren.reset()
         self.last_failure = _failure(result)
         status = self._status(result, record).value
-        failed_before = self.failed_tool if self.failed_tool != call.tool else None
-        self._say("user", prompts.tool_feedback(result, record, status=status, failed_before=failed_before))
+        self._say("user", prompts.tool_feedback(result, record, status=status, failed_before=self._waiting(call)))
         # a failed call waits for another tool's result that may give what it needed; said once
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
+        self.failed_text = result.text if result.status is ToolStatus.ERROR else ""
         self._check_repeats([record])
         if result.made_up:
             # the id has to come from another tool first: this one is kept out until then
             self.excluded |= {call.tool}
+
+    def _waiting(self, call: ToolCall) -> str | None:
+        """The tool whose failed call this call's result may unblock: not this tool itself, and not
+        when the failure named this tool as the one to use instead ("a file: read it with
+        read_file"), since then this call was the fix, and calling the failed tool again undoes it."""
+        if self.failed_tool is None or self.failed_tool == call.tool:
+            return None
+        if re.search(rf"(?<![\w.]){re.escape(call.tool)}(?![\w])", self.failed_text):
+            return None
+        return self.failed_tool
 
     def _on_batch(self, step: Batch, raw: str) -> None:
         if not self.batch:

@@ -78,12 +78,15 @@ class Workspace:
         try:
             fd, _ = self._open(path, os.O_RDONLY)
         except _NotFound as exc:
-            twin = self._twin(path)
-            if twin is None:
-                raise ToolFailure(f"{exc}{self._near(path)}") from None
             # the one file the path can mean, read as what it is (reading is safe; writing never guesses)
-            text = self.read_text(twin, offset=offset, length=length)
-            return f"[there is no {path!r}; this is {twin!r}]\n{text}"
+            twin = self._twin(path)
+            if twin is not None:
+                return f"[there is no {path!r}; this is {twin!r}]\n{self.read_text(twin, offset=offset, length=length)}"
+            namesake = self._namesake(path)
+            if namesake is not None:
+                text = self.read_text(namesake, offset=offset, length=length)
+                return f"[there is no {path!r}; {namesake!r} is the one file with a name like it, read instead]\n{text}"
+            raise ToolFailure(f"{exc}{self._near(path)}") from None
         try:
             size = self._regular(fd, path, reading=True)
             if offset and offset >= size:
@@ -104,14 +107,20 @@ class Workspace:
             notes.append(f"read in part: bytes {begin} to {end} of {size}{more}")
         return text + "".join(f"\n[{note}]" for note in notes)
 
-    def list(self, path: str = ".") -> str:
-        """Files and folders under ``path``, recursively, as paths relative to the root."""
+    def list(self, path: str = ".", *, read_length: int = 3000) -> str:
+        """Files and folders under ``path``, recursively, as paths relative to the root.
+
+        A file is not an error: it is read (up to ``read_length`` bytes) and the result says so. Small
+        models list a file when they want its lines ("how many animals are listed in animals.txt?"),
+        then answer with the error instead of reading it.
+        """
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
         except _NotAFolder:
             if not self._is_file(path):
                 raise
-            raise ToolFailure(f"{path!r} is a file, not a folder: read it with read_file") from None
+            text = self.read_text(path, length=read_length)
+            return f"[{path!r} is a file, not a folder; this is its text, as read_file gives it]\n{text}"
         except _NotFound:
             raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
@@ -184,6 +193,17 @@ class Workspace:
             if match:
                 return None
         return None
+
+    def _namesake(self, path: str) -> str | None:
+        """The one file whose name shares a word with a missing path's name: a small model guesses
+        ``notes/secret_word.txt`` for ``data/secret.txt``, then repeats the guess whatever the error
+        lists. None when no file or several do."""
+        files = self._files()
+        wanted = _name_words(path)
+        if not files or not wanted:
+            return None
+        sharing = [line for line in files if wanted & _name_words(line)]
+        return sharing[0] if len(sharing) == 1 else None
 
     def _files(self) -> builtins.list[str] | None:
         """The workspace's files (as ``list_files`` shows them, folders and notes left out), or None."""
@@ -337,6 +357,15 @@ def _stem(path: str) -> str:
     return (name.rsplit(".", 1)[0] if "." in name[1:] else name).casefold()
 
 
+# words of a file name too common to tie a guessed name to a real one
+_COMMON_WORDS = frozenset({"file", "files", "text", "txt", "data", "the", "and", "new", "old", "copy", "final", "tmp"})
+
+
+def _name_words(path: str) -> set[str]:
+    """The words of a path's file name (without its extension), three letters or more, common ones left out."""
+    return {word for word in re.findall(r"[a-z0-9]+", _stem(path)) if len(word) >= 3} - _COMMON_WORDS
+
+
 class _NotFound(ToolFailure):
     """A path with a missing component; the tool adds what to try instead."""
 
@@ -396,7 +425,7 @@ def workspace_tools(
         Args:
             path: the folder to list, relative to the workspace root; "." for all of it.
         """
-        return space.list(path)
+        return space.list(path, read_length=max_read_chars)
 
     tools = [read_file, list_files]
     if write:
