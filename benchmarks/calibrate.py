@@ -1,4 +1,4 @@
-"""Calibrate the embedded backend's answer bias on the tune half.
+"""Calibrate the embedded backend's fit floor and answer bias on the tune half.
 
     python -m benchmarks --split tune --variant no-bias --max-steps 1 --model NAME --out /tmp/cal
     python -m benchmarks.calibrate /tmp/cal/suite.json      # merged into measurements/calibration.json
@@ -9,11 +9,18 @@ added to ``answer``, greedy decoding answers exactly when ``gap < b``, so the fi
 any bias can be read off one run's records. Of the biases that cost at most two points of the tune
 half's tasks that need a tool, the chosen one abstains most (the smallest, where several abstain as
 much); its figures go to measurements/calibration.json.
+
+The fit floor is chosen first, the same way: at each first step the backend also measures the task's
+fit to its best tool (``shapeloop.fit``), and a task below the floor answers. Of the floors that cost
+at most two points, the chosen one abstains most; it sits halfway between the fits on either side
+of it, and where several floors abstain as much, the lowest is taken. The bias is then chosen with
+that floor in place, the two together held to the same two points.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -30,18 +37,24 @@ def first_gap(record: dict[str, Any]) -> float | None:
     return gaps[0] if gaps else None
 
 
-def outcomes(records: list[dict[str, Any]], bias: float) -> dict[str, Any]:
-    """How the first steps of these records would go with ``bias``."""
+def unfit(record: dict[str, Any], floor: float | None) -> bool:
+    fit = record.get("fit")
+    return floor is not None and fit is not None and fit < floor
+
+
+def outcomes(records: list[dict[str, Any]], bias: float, floor: float | None = None) -> dict[str, Any]:
+    """How the first steps of these records would go with ``bias`` and ``floor``."""
     abstain = [r for r in records if r["kind"] in ABSTAIN_KINDS]
     needs_tool = [r for r in records if r["kind"] not in ABSTAIN_KINDS and r["kind"] != "escape"]
 
     def answers(r: dict[str, Any]) -> bool:
         gap = first_gap(r)
-        return r["first_step"] == "answer" or (gap is not None and gap < bias)
+        return r["first_step"] == "answer" or unfit(r, floor) or (gap is not None and gap < bias)
 
     lost = [r["task"] for r in needs_tool if r["first_step"] == "tool" and answers(r)]
     return {
         "bias": bias,
+        "floor": floor,
         "abstention": round(sum(answers(r) for r in abstain) / (len(abstain) or 1), 3),
         "tool_tasks_turned_to_answers": len(lost),
         "cost": round(len(lost) / (len(needs_tool) or 1), 3),
@@ -49,12 +62,26 @@ def outcomes(records: list[dict[str, Any]], bias: float) -> dict[str, Any]:
     }
 
 
+def floors(records: list[dict[str, Any]]) -> list[float | None]:
+    """No floor, and a floor halfway between each two neighbouring fits."""
+    fits = sorted({r["fit"] for r in records if r.get("fit") is not None})
+    return [None, *(round((low + high) / 2, 3) for low, high in itertools.pairwise(fits))]
+
+
 def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
-    table = [outcomes(records, b) for b in BIASES]
-    # the most abstention within the cost, and of the biases that reach it the smallest
-    chosen = max((row for row in table if row["cost"] <= MAX_COST), key=lambda row: (row["abstention"], -row["bias"]))
-    return {"chosen": chosen["bias"], "max_cost": MAX_COST, "table": table,
-            "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records)}  # fmt: skip
+    def best(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+        # the most abstention within the cost, and of the settings that reach it the lowest
+        kept = [row for row in rows if row["cost"] <= MAX_COST]
+        return max(kept, key=lambda row: (row["abstention"], -(row[key] if row[key] is not None else -1e9)))
+
+    floor_table = [outcomes(records, 0.0, floor) for floor in floors(records)]
+    floor = best(floor_table, "floor")["floor"]
+    table = [outcomes(records, b, floor) for b in BIASES]
+    chosen = best(table, "bias")
+    return {"chosen": chosen["bias"], "floor": floor, "max_cost": MAX_COST, "table": table,
+            "floor_table": [row for row in floor_table if row["cost"] <= 2 * MAX_COST],
+            "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records),
+            "with_fit": sum(r.get("fit") is not None for r in records)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -73,8 +100,9 @@ def main(argv: list[str] | None = None) -> None:
                     and r["split"] == "tune"]  # fmt: skip
             results.append({"model": model, "source": str(path), "variant": data["settings"].get("variant"),
                             **calibrate(mine)})  # fmt: skip
-            print(model, "bias", results[-1]["chosen"], [(row["bias"], row["abstention"], row["cost"])
-                                                         for row in results[-1]["table"][:13]])  # fmt: skip
+            found = results[-1]
+            print(model, "floor", found["floor"], "bias", found["chosen"],
+                  [(row["bias"], row["abstention"], row["cost"]) for row in found["table"][:13]])  # fmt: skip
     # a model calibrated again replaces its earlier result; the others stay
     mine = {r["model"] for r in results}
     merged = [r for r in kept if r["model"] not in mine] + results

@@ -85,11 +85,15 @@ def run_task(
     with fresh_workspace() as root:
         started = time.perf_counter()
         gaps: list[float | None] = []
+        fits: list[float | None] = []
 
         def note_gap(event: Event) -> None:
-            # the embedded backend measures, at each step's choice, how far the model leans to a tool
+            # the embedded backend measures, at each step's choice, how far the model leans to a tool,
+            # and at the first step how well the task fits the best offered tool
             if isinstance(event, ReplyReceived):
-                gaps.append(getattr(brain, "last_stats", {}).get("decision_gap"))
+                stats = getattr(brain, "last_stats", {})
+                gaps.append(stats.get("decision_gap"))
+                fits.append(stats.get("fit"))
 
         run = run_agent(
             brain, tools_for(task, root), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
@@ -99,7 +103,7 @@ def run_task(
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
     return {**describe(task), "mode": mode, "schema": schema, **scored, "decision_gaps": gaps,
-            "seconds": round(seconds, 3)}  # fmt: skip
+            "fit": fits[0] if fits else None, "seconds": round(seconds, 3)}  # fmt: skip
 
 
 def describe(task: AnyTask) -> dict[str, Any]:

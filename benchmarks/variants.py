@@ -85,10 +85,34 @@ def bias_every_step() -> Iterator[None]:
 
 @contextlib.contextmanager
 def no_bias() -> Iterator[None]:
-    """No answer bias: the decision gaps of a run like this calibrate any bias (benchmarks.calibrate)."""
+    """No answer bias and no fit floor, with the fit still measured at each first step: the decision gaps
+    and fits of a run like this calibrate any bias and floor (benchmarks.calibrate)."""
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
-    with _patched(LlamaCppBrain, answer_bias_for=lambda self, request: 0.0):
+    def measured_only(self: Any, request: Any) -> float:
+        if request.results == 0:
+            self.fit_of(request)
+        return 0.0
+
+    with _patched(LlamaCppBrain, answer_bias_for=measured_only):
+        yield
+
+
+@contextlib.contextmanager
+def no_fit() -> Iterator[None]:
+    """The answer bias alone, as before the fit floor: no task is judged unfit."""
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    original = LlamaCppBrain.answer_bias_for
+
+    def bias_only(self: Any, request: Any) -> float:
+        floor, self.fit_floor = self.fit_floor, None
+        try:
+            return original(self, request)
+        finally:
+            self.fit_floor = floor
+
+    with _patched(LlamaCppBrain, answer_bias_for=bias_only):
         yield
 
 
@@ -136,6 +160,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "bias-every-step": bias_every_step,
     "call-after-error": call_after_error,
     "no-bias": no_bias,
+    "no-fit": no_fit,
     "answer-after-echo": answer_after_echo,
     "patient-next": lambda: _patched(prompts, _NEXT=_NEXT_PATIENT),
     "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),

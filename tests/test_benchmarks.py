@@ -145,10 +145,32 @@ def test_calibration_picks_the_largest_bias_that_costs_at_most_two_points() -> N
     assert row["abstention"] == 0.333 and row["lost"] == ["call0.8"]
 
 
-def test_the_catalogue_biases_are_the_calibrated_ones() -> None:
+def test_calibration_picks_a_fit_floor_halfway_between_the_fits_on_either_side_then_the_bias() -> None:
+    from benchmarks.calibrate import calibrate
+
+    def record(kind: str, fit: float, gap: float = 5.0) -> dict[str, object]:
+        return {"task": f"{kind}{fit}", "kind": kind, "first_step": "tool", "decision_gaps": [gap], "fit": fit}
+
+    # 50 tool tasks with fits from -0.5 up; abstention tasks at -1.5, -0.9 (below every tool task),
+    # -0.2 (among them) and 0.4 with a small gap (only the bias reaches it)
+    records = [record("call", -0.5 + i / 10) for i in range(50)]
+    records += [record("irrelevant", -1.5), record("no_tool", -0.9), record("irrelevant", -0.2),
+                record("irrelevant", 0.4, gap=0.3)]  # fmt: skip
+    found = calibrate(records)  # type: ignore[arg-type]
+    # -0.7 (halfway between -0.9 and -0.5) catches two at no cost; a floor one fit higher costs a tool
+    # task and wins nothing, and the next win (-0.2) would cost four
+    assert found["floor"] == -0.7
+    assert found["chosen"] == 0.5  # the bias then adds the close one, at no cost
+    row = next(r for r in found["table"] if r["bias"] == 0.5)
+    assert row["abstention"] == 0.75 and row["lost"] == []
+
+
+def test_the_catalogue_biases_and_floors_are_the_calibrated_ones() -> None:
     from shapeloop import models
 
     calibration = json.loads((ROOT / "measurements" / "calibration.json").read_text())
     chosen = {r["model"]: r["chosen"] for r in calibration["results"]}
+    floors = {r["model"]: r.get("floor") for r in calibration["results"]}
     for name, entry in models.CATALOGUE.items():
         assert entry.answer_bias == chosen.get(name), name
+        assert entry.fit_floor == floors.get(name), name

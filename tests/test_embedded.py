@@ -169,3 +169,32 @@ def test_the_answer_bias_is_the_one_calibrated_for_the_model_unless_given() -> N
         assert LlamaCppBrain(name, llama=fake).answer_bias == bias  # type: ignore[arg-type]
     assert LlamaCppBrain("some/model.gguf", llama=fake).answer_bias == ANSWER_BIAS  # type: ignore[arg-type]
     assert LlamaCppBrain("qwen2.5-coder-0.5b", llama=fake, answer_bias=0.0).answer_bias == 0.0  # type: ignore[arg-type]
+
+
+def test_below_the_fit_floor_the_first_step_leans_to_the_answer_and_the_fit_is_measured_once() -> None:
+    from shapeloop.backends.llamacpp import UNFIT_BIAS
+
+    asked: list[tuple[str, str]] = []
+
+    class Scoring(FakeLlama):
+        def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+            # a tool named "weather" and a task about the weather make each other likelier (+0.8 a token each
+            # way); the bases score -1 a token
+            asked.append((prefix, continuation))
+            tied = "weather" in prefix and "weather" in continuation
+            return [-0.2 if tied else -1.0] * 3
+
+    b = brain(Scoring(), answer_bias=1.5, fit_floor=0.5)
+    weather = (("get_weather", "The weather in a city.\n\nArgs: ..."),)
+    fits = Request(messages=[], task="What is the weather in Oslo?", offered=weather)
+    unfit = Request(messages=[], task="What is the capital of Peru?", offered=weather)
+    assert b.fit_of(fits) == pytest.approx(1.6) and b.answer_bias_for(fits) == 1.5
+    assert b.fit_of(unfit) == pytest.approx(0.0) and b.answer_bias_for(unfit) == UNFIT_BIAS
+    measured = len(asked)
+    b.answer_bias_for(unfit)
+    assert len(asked) == measured, "the fit of a task and its tools is measured once"
+    # only the first step is judged; without tools or a task nothing is
+    assert b.answer_bias_for(Request(messages=[], task=unfit.task, offered=weather, results=1)) == 0.0
+    assert b.answer_bias_for(Request(messages=[], task=unfit.task)) == 1.5
+    # a model with no calibrated floor is not judged
+    assert brain(Scoring(), answer_bias=1.5).answer_bias_for(unfit) == 1.5

@@ -131,6 +131,8 @@ class Request:
         repeats: how many times this run has started repeating itself so far; a routing brain
             escalates on it (the run's state travels in the request, so no brain keeps it).
         results: how many tool results the run has fed back so far (0 at a task's first step).
+        task: the user's task as given, for a backend that judges whether any offered tool fits it.
+        offered: the tools this step may call, as ``(name, description)``, for the same judgement.
     """
 
     messages: Sequence[Message]
@@ -138,6 +140,8 @@ class Request:
     tools: Sequence[Mapping[str, Any]] | None = None
     repeats: int = 0
     results: int = 0
+    task: str | None = None
+    offered: Sequence[tuple[str, str]] = ()
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:

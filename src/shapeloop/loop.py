@@ -378,7 +378,9 @@ class _Run:
         if self.mode is Mode.CONSTRAINED:
             changed = self.excluded or self.must_call
             schema = self.schema_without(self.excluded, not self.must_call) if changed else self.schema
-        return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results)
+        offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
+        return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
+                       offered=offered)  # fmt: skip
 
     def _declined_tools(self, reply: Reply) -> bool:
         """A first native reply that calls nothing, though tools were offered: the model will not use them."""

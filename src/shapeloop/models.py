@@ -55,6 +55,9 @@ class CatalogueModel:
     # the embedded backend's answer bias for this model, calibrated on the benchmark's tune half
     # (python -m benchmarks.calibrate); None: not calibrated, the backend's default applies
     answer_bias: float | None = None
+    # the embedded backend's floor on a task's fit to its best tool (shapeloop.fit), calibrated the same
+    # way; None: not calibrated, no fit is judged
+    fit_floor: float | None = None
 
 
 def _chunked(package: str, count: int, version: str, member: str) -> tuple[Part, ...]:

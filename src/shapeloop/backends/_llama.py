@@ -130,6 +130,32 @@ class LlamaModel:
         """The model's vocabulary handle, as llguidance's tokenizer bridge takes it (private)."""
         return self.llm._model.vocab
 
+    def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+        """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
+        template), from one batch with logits at every position. The context's cache is cleared:
+        the next request evaluates its prompt afresh (private)."""
+        before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
+        after = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+        tokens = (before + after)[: self.llm.n_batch]
+        after = after[: len(tokens) - len(before)]
+        if not after or not before:
+            return []
+        self.reset()
+        self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        batch = self.llm._batch
+        batch.set_batch(batch=tokens, n_past=0, logits_all=True)
+        for position in range(len(before) - 1):
+            batch.batch.logits[position] = False  # logits only where a continuation token is predicted
+        self.llm._ctx.decode(batch)
+        outputs = len(tokens) - len(before) + 1
+        rows = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(outputs, self.n_vocab)).astype(np.float64)
+        self.reset()
+        self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        scores = rows[:-1]
+        top = scores.max(axis=1, keepdims=True)
+        normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
+        return [float(scores[i, token] - normal[i]) for i, token in enumerate(after)]
+
     def logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
         """A copy of the logits of the last evaluated token (private)."""
         raw = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,))

@@ -19,7 +19,7 @@ try:
 except ImportError as exc:  # numpy comes with the local extra, as llama-cpp-python does
     raise ImportError("the embedded backend needs the local extra: pip install 'shapeloop[local]'") from exc
 
-from shapeloop import models
+from shapeloop import fit, models
 from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
@@ -30,6 +30,9 @@ from shapeloop.step import fallback_schemas
 # Added to the logit of "answer" at a task's first choice between a tool and the answer, for a model
 # the catalogue has no calibrated value for (measurements/calibration.json: qwen2.5-coder-0.5b's).
 ANSWER_BIAS = 1.5
+# Added to "answer" where no offered tool fits the task (its fit is below the model's floor): enough to
+# outweigh any tool logit the tune half showed, so the first step answers.
+UNFIT_BIAS = 30.0
 
 ERRORS: ErrorTable = (
     (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
@@ -62,6 +65,10 @@ class LlamaCppBrain(BaseBrain):
             calling a tool and answering (fast path only), at a task's first step. Small models
             call a tool even when none fits. By default, the value calibrated for a catalogue model
             on the benchmark's tune half (``measurements/calibration.json``), else ``ANSWER_BIAS``.
+        fit_floor: at a task's first step, the model's fit of the task to the best offered tool
+            (:mod:`shapeloop.fit`) is measured; below this floor no tool fits, and the step answers
+            (fast path only). By default, the floor calibrated for a catalogue model, else none:
+            the scale is each model's own, so an uncalibrated model is not judged.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -83,6 +90,7 @@ class LlamaCppBrain(BaseBrain):
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
         answer_bias: float | None = None,
+        fit_floor: float | None = None,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -96,6 +104,9 @@ class LlamaCppBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
         self.answer_bias = _default_bias(model) if answer_bias is None else answer_bias
+        entry = models.CATALOGUE.get(os.fspath(model))
+        self.fit_floor = fit_floor if fit_floor is not None else entry.fit_floor if entry is not None else None
+        self._fits: dict[tuple[str, tuple[tuple[str, str], ...]], float | None] = {}
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
@@ -127,7 +138,10 @@ class LlamaCppBrain(BaseBrain):
             if fast is not None:
                 matcher, applied = fast
                 bias = self.answer_bias_for(request)
-                return replace(self._ask_fast(tokens, matcher, budget, bias), applied=applied)
+                fitted = self._fits.get(_fit_key(request)) if request.results == 0 else None
+                reply = self._ask_fast(tokens, matcher, budget, bias)
+                self.last_stats["fit"] = fitted
+                return replace(reply, applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
         with mapped_errors(ERRORS, backend="llamacpp"):
@@ -186,8 +200,39 @@ class LlamaCppBrain(BaseBrain):
     def answer_bias_for(self, request: Request) -> float:
         """The answer bias for this step: ``answer_bias`` at a task's first step, none once a tool
         result has come back. The bias is for the choice the model gets wrong at the start, calling
-        a tool that does not fit; after a result, it made models answer before the task was done."""
-        return self.answer_bias if request.results == 0 else 0.0
+        a tool that does not fit; after a result, it made models answer before the task was done.
+        Where the task's fit to every offered tool is below ``fit_floor``, the first step answers."""
+        if request.results:
+            return 0.0
+        if self.fit_floor is not None:
+            measured = self.fit_of(request)
+            if measured is not None and measured < self.fit_floor:
+                return UNFIT_BIAS
+        return self.answer_bias
+
+    def fit_of(self, request: Request) -> float | None:
+        """The task's fit to the best tool the request offers (:func:`shapeloop.fit.task_fit`), once
+        per task and tools; None where the request names no task or no tool."""
+        key = _fit_key(request)
+        if key not in self._fits:
+            if len(self._fits) >= 256:
+                self._fits.clear()  # one entry per task: a long-lived brain keeps the recent ones
+            if not key[0] or not key[1]:
+                self._fits[key] = None
+            else:
+                with mapped_errors(ERRORS, backend="llamacpp"):
+                    self._fits[key] = fit.task_fit(self._logprobs(), key[0], key[1])
+        return self._fits[key]
+
+    def _logprobs(self) -> fit.LogProbs:
+        known: dict[tuple[str, str], list[float]] = {}
+
+        def logprobs(prefix: str, continuation: str) -> list[float]:
+            if (prefix, continuation) not in known:
+                known[prefix, continuation] = self.llama.continuation_logprobs(prefix, continuation)
+            return known[prefix, continuation]
+
+        return logprobs
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int, answer_bias: float) -> Reply:
         assert self._fast is not None
@@ -272,6 +317,10 @@ def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, 
         if isinstance(reason, dict) and reason.get("type") == "string":
             reason.setdefault("maxLength", max_chars)
     return copied
+
+
+def _fit_key(request: Request) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return (request.task or "", tuple(request.offered))
 
 
 def _default_bias(model: str | os.PathLike[str]) -> float:
