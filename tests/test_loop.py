@@ -185,8 +185,28 @@ def test_identical_call_with_identical_result_is_named_as_a_repeat_then_stops_as
     assert run.stop is StopReason.STUCK and run.steps == 3
     assert 'lookup({"key": "colour"}) was called 3 times' in run.reason
     note = brain.asked[2].messages[-1]["content"]
-    assert "will not help" in note and "call a different tool" in note
+    # the model has the result: the step after the repeat must answer (a scripted brain ignores that)
+    assert "same call 2 times" in note and 'Reply with action "answer" now' in note
+    assert _actions(brain.asked[2].schema) == ["answer"]
+    assert _actions(brain.asked[1].schema) == ["tool", "answer"]
     assert [e.times for e in run.events if isinstance(e, RepeatNoticed)] == [2]
+
+
+def test_a_failed_call_made_again_is_named_and_its_tool_kept_out_but_the_model_may_answer_or_call() -> None:
+    from shapeloop.errors import ToolFailure
+
+    @tool
+    def flaky(key: str) -> str:
+        """Always fails."""
+        raise ToolFailure("no such key")
+
+    brain = ScriptedBrain([tool_step("flaky", key="a")] * 2 + [tool_step("lookup", key="colour"), answer_step("red")])
+    run = run_agent(brain, [flaky, lookup], "t", stuck_limit=2)
+    assert run.answer == "red"
+    note = brain.asked[2].messages[-1]["content"]
+    assert "will not help" in note and "call a different tool" in note
+    assert set(_actions(brain.asked[2].schema)) == {"tool", "answer"}
+    assert _variant_tools(brain.asked[2].schema) == {"lookup"}
 
 
 def test_repeats_are_counted_per_call_and_the_count_is_true() -> None:
@@ -345,7 +365,9 @@ def test_after_a_repeated_call_the_next_step_may_not_call_that_tool_again() -> N
     run = run_agent(brain, [lookup, other], "What colour?")
     assert run.answer == "red"
     schemas = [_variant_tools(a.schema) for a in brain.asked]
-    assert schemas == [{"lookup", "other"}, {"lookup", "other"}, {"other"}]
+    # the repeat returned the same good result: the next step answers (no tool at all); a failed
+    # call made again keeps only its own tool out (below)
+    assert schemas == [{"lookup", "other"}, {"lookup", "other"}, set()]
 
 
 def test_an_answer_that_repeats_a_failed_calls_error_is_refused_and_fed_back() -> None:
@@ -431,5 +453,9 @@ def test_a_tool_kept_out_after_a_repeat_stays_out_through_a_refused_answer_until
     run = run_agent(brain, [lookup, other], "What colour?")
     assert run.answer == "red"
     assert [_variant_tools(a.schema) for a in brain.asked] == [
-        {"lookup", "other"}, {"lookup", "other"}, {"other"}, {"other"}, {"lookup", "other"},
-    ]  # fmt: skip
+        {"lookup", "other"},
+        {"lookup", "other"},
+        set(),
+        {"other"},
+        {"lookup", "other"},
+    ]  # fmt: skip  (right after the repeat the step must answer; once refused, only lookup stays out)

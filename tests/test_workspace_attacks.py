@@ -168,12 +168,13 @@ def test_messages_never_show_the_hosts_path(space: tuple[Path, Path]) -> None:
         lambda: by_name["read_file"](path="missing/file.txt"),
         lambda: by_name["read_file"](path="../x"),
         lambda: by_name["append_note"](path="colour.txt/x", text="x"),
-        lambda: by_name["list_files"](path="colour.txt"),
+        lambda: by_name["list_files"](path="colour.txt/x"),
     ]:
         with pytest.raises(ToolFailure) as info:
             call()
         seen.append(str(info.value))
     seen.append(by_name["append_note"](path="new/n.txt", text="x"))
+    seen.append(by_name["list_files"](path="colour.txt"))  # a file listed shows its text, not where it is
     for message in seen:
         assert str(root.parent) not in message, message
 

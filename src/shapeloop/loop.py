@@ -243,6 +243,10 @@ class _Run:
     # After an answer that only repeated a failed call's error, the next constrained step calls a
     # tool: small models copy the error again and again when they may answer.
     must_call: bool = False
+    # After a call that returned the same result as before (not a failure), the next constrained step
+    # answers: small models made such a call again at once, then called tools that did not fit,
+    # instead of answering from the result they had.
+    must_answer: bool = False
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
@@ -366,7 +370,7 @@ class _Run:
                 self._count(reply.usage)  # the reply is set aside, but its tokens were spent
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
-            self.must_call = False
+            self.must_call = self.must_answer = False
             return reply
 
     def _question(self) -> Request:
@@ -376,8 +380,12 @@ class _Run:
             return Request(messages=messages, tools=self.specs, repeats=self.repeats, results=self.results)
         schema = None
         if self.mode is Mode.CONSTRAINED:
-            changed = self.excluded or self.must_call
-            schema = self.schema_without(self.excluded, not self.must_call) if changed else self.schema
+            if self.must_answer:
+                schema = self.schema_without(frozenset(self.toolbox.tools), True)
+            elif self.excluded or self.must_call:
+                schema = self.schema_without(self.excluded, not self.must_call)
+            else:
+                schema = self.schema
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -421,7 +429,11 @@ class _Run:
         self.barren.reset()
         self.last_failure = _failure(result)
         status = self._status(result, record).value
-        self._say("user", prompts.tool_feedback(result, record, status=status, failed_before=self._waiting(call)))
+        self.must_answer = _same_again(result, record)
+        feedback = prompts.tool_feedback(
+            result, record, status=status, failed_before=self._waiting(call), answer_next=self.must_answer
+        )
+        self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
         self.failed_text = result.text if result.status is ToolStatus.ERROR else ""
@@ -457,6 +469,7 @@ class _Run:
         self.barren.reset()
         self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
         statuses = [self._status(result, record).value for result, record in zip(results, records, strict=True)]
+        self.must_answer = all(_same_again(result, record) for result, record in zip(results, records, strict=True))
         self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
         self._check_repeats(records)
 
@@ -614,6 +627,11 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _same_again(result: ToolResult, record: CallRecord) -> bool:
+    """A call made before, with the same result, and that result not a failure: the model has it."""
+    return bool(record.repeats) and result.status is ToolStatus.OK
 
 
 def _failure(result: ToolResult) -> str | None:

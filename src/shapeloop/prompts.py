@@ -138,12 +138,15 @@ _NEXT = (
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 
 
-def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, failed_before: str | None = None) -> str:
+def tool_feedback(
+    result: ToolResult, record: CallRecord, *, status: str, failed_before: str | None = None, answer_next: bool = False
+) -> str:
     """The user turn that carries a tool's result back to the model.
 
     ``failed_before`` names a tool whose call failed earlier in the run: after another tool's result
     the model is reminded to call it again with what it now has (small models answered with the
     result that was only the way to it: an employee's id instead of the leave balance it unlocks).
+    ``answer_next``: the call was made before with this same result, and the next step must answer.
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
     if status == "ok" and failed_before:
@@ -152,6 +155,11 @@ def tool_feedback(result: ToolResult, record: CallRecord, *, status: str, failed
             f"needed, call {failed_before} again with it now; if it already answers the task, answer."
         )
         return text
+    if answer_next:
+        return text + (
+            f"You made this same call {record.times} times and got this same result each time: you have "
+            'what it gives. Reply with action "answer" now, from the results above.'
+        )
     text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
         text += (

@@ -107,6 +107,7 @@ class LlamaCppBrain(BaseBrain):
         entry = models.CATALOGUE.get(os.fspath(model))
         self.fit_floor = fit_floor if fit_floor is not None else entry.fit_floor if entry is not None else None
         self._fits: dict[tuple[str, tuple[tuple[str, str], ...]], float | None] = {}
+        self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed
         self.reuse_cache = reuse_cache
@@ -228,9 +229,13 @@ class LlamaCppBrain(BaseBrain):
         known: dict[tuple[str, str], list[float]] = {}
 
         def logprobs(prefix: str, continuation: str) -> list[float]:
-            if (prefix, continuation) not in known:
-                known[prefix, continuation] = self.llama.continuation_logprobs(prefix, continuation)
-            return known[prefix, continuation]
+            # a tool's base score is the same for every task: kept across tasks, the rest per task
+            kept = self._bases if prefix in (fit.FORWARD_BASE, fit.REVERSE_BASE) else known
+            if (prefix, continuation) not in kept:
+                if len(self._bases) >= 1024:
+                    self._bases.clear()
+                kept[prefix, continuation] = self.llama.continuation_logprobs(prefix, continuation)
+            return kept[prefix, continuation]
 
         return logprobs
 
