@@ -196,5 +196,8 @@ def test_below_the_fit_floor_the_first_step_leans_to_the_answer_and_the_fit_is_m
     # only the first step is judged; without tools or a task nothing is
     assert b.answer_bias_for(Request(messages=[], task=unfit.task, offered=weather, results=1)) == 0.0
     assert b.answer_bias_for(Request(messages=[], task=unfit.task)) == 1.5
-    # a model with no calibrated floor is not judged
+    # a model with no calibrated floor is not judged, nor one whose floor is turned off
     assert brain(Scoring(), answer_bias=1.5).answer_bias_for(unfit) == 1.5
+    asked.clear()
+    assert brain(Scoring(), answer_bias=1.5, fit_floor=float("-inf")).answer_bias_for(unfit) == 1.5
+    assert asked == []

@@ -68,7 +68,8 @@ class LlamaCppBrain(BaseBrain):
         fit_floor: at a task's first step, the model's fit of the task to the best offered tool
             (:mod:`shapeloop.fit`) is measured; below this floor no tool fits, and the step answers
             (fast path only). By default, the floor calibrated for a catalogue model, else none:
-            the scale is each model's own, so an uncalibrated model is not judged.
+            the scale is each model's own, so an uncalibrated model is not judged. ``float("-inf")``
+            turns the judgement off.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -205,7 +206,7 @@ class LlamaCppBrain(BaseBrain):
         Where the task's fit to every offered tool is below ``fit_floor``, the first step answers."""
         if request.results:
             return 0.0
-        if self.fit_floor is not None:
+        if self.fit_floor is not None and self.fit_floor != float("-inf"):
             measured = self.fit_of(request)
             if measured is not None and measured < self.fit_floor:
                 return UNFIT_BIAS
