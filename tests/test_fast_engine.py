@@ -126,7 +126,7 @@ def test_the_answer_bias_moves_the_choice_between_a_tool_and_the_answer_and_the_
     tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
     firsts, laters = {}, {}
     for bias in (-50.0, 50.0):
-        brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048, answer_bias=bias)
+        brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048, answer_bias=bias, fit_floor=float("-inf"))
         run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1)
         firsts[bias] = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))["action"]
         assert isinstance(brain.last_stats["decision_gap"], float)
@@ -136,3 +136,31 @@ def test_the_answer_bias_moves_the_choice_between_a_tool_and_the_answer_and_the_
         brain.close()
     assert firsts == {-50.0: "tool", 50.0: "answer"}
     assert laters[-50.0] == laters[50.0]
+
+
+def test_the_fit_floor_tells_a_task_a_tool_fits_from_one_it_does_not_and_the_unfit_one_is_answered() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city: conditions and temperature.
+
+        Args:
+            city: the city's name.
+        """
+        return f"{city}: light rain, 9 °C"
+
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    assert brain.fit_floor is not None, "the catalogue model has a calibrated floor"
+    offered = (("get_weather", get_weather.description),)
+    fits = brain.fit_of(Request(messages=[], task="Is it raining in Bergen right now?", offered=offered))
+    unfit = brain.fit_of(Request(messages=[], task="Who wrote the novel War and Peace?", offered=offered))
+    assert fits is not None and unfit is not None
+    assert unfit < brain.fit_floor < fits, (unfit, brain.fit_floor, fits)
+    run = run_agent(brain, [get_weather], "Who wrote the novel War and Peace?", max_steps=2)
+    assert not [e for e in run.events if type(e).__name__ == "ToolCalled"] and run.answer, run.reason
+    assert brain.last_stats["fit"] == pytest.approx(unfit)
+    run = run_agent(brain, [get_weather], "Is it raining in Bergen right now?", max_steps=3)
+    assert [e.call.tool for e in run.events if type(e).__name__ == "ToolCalled"][:1] == ["get_weather"]
+    brain.close()
