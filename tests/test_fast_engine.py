@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from helpers import need_model
 from shapeloop import Tool, run_agent, step_schema, tool, workspace_tools
 from shapeloop.brain import Request
-from shapeloop.events import ReplyReceived
+from shapeloop.events import ReplyReceived, ToolCalled
 
 pytestmark = pytest.mark.live
 
@@ -159,8 +159,8 @@ def test_the_fit_floor_tells_a_task_a_tool_fits_from_one_it_does_not_and_the_unf
     assert fits is not None and unfit is not None
     assert unfit < brain.fit_floor < fits, (unfit, brain.fit_floor, fits)
     run = run_agent(brain, [get_weather], "Who wrote the novel War and Peace?", max_steps=2)
-    assert not [e for e in run.events if type(e).__name__ == "ToolCalled"] and run.answer, run.reason
+    assert not [e for e in run.events if isinstance(e, ToolCalled)] and run.answer, run.reason
     assert brain.last_stats["fit"] == pytest.approx(unfit)
     run = run_agent(brain, [get_weather], "Is it raining in Bergen right now?", max_steps=3)
-    assert [e.call.tool for e in run.events if type(e).__name__ == "ToolCalled"][:1] == ["get_weather"]
+    assert [e.call.tool for e in run.events if isinstance(e, ToolCalled)][:1] == ["get_weather"]
     brain.close()
