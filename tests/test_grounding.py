@@ -7,7 +7,7 @@ import pytest
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
-from shapeloop.grounding import is_id_name, made_up_ids
+from shapeloop.grounding import is_id_name, made_up_ids, taken_from
 
 EMPLOYEES = {"Ana Ruiz": "E-2071"}
 BALANCES = {"E-2071": 12}
@@ -176,3 +176,21 @@ def test_no_reminder_when_the_failed_calls_error_named_the_tool_that_was_then_ca
     # the read was the fix the error asked for: sending the model back to show_folder would undo it
     assert "Earlier" not in after_read and "show_folder" not in after_read
     assert 'reply with action "answer" now' in after_read
+
+
+def test_taken_from_finds_the_required_parameter_a_result_names() -> None:
+    def schema(*required: str) -> dict[str, object]:
+        properties = {name: {"type": "string"} for name in required}
+        return {"type": "object", "properties": properties, "required": list(required)}
+
+    assert taken_from(schema("employee_id"), "Jonas Berg: employee id E-30418") == "employee_id"
+    assert taken_from(schema("trackId"), "track 77104: Blinding Lights") == "trackId"
+    assert taken_from(schema("order_id"), "orders of maria, newest first: 48213") == "order_id"  # plural
+    assert taken_from(schema("latitude", "longitude"), "Porto: latitude 41.15, longitude -8.62") == "latitude"
+    # every meaningful word of the name must be there, and a name of generic words only names nothing
+    assert taken_from(schema("molar_mass"), "the mass is 180 g") is None
+    assert taken_from(schema("id"), "id 5") is None
+    assert taken_from(schema("city"), "Bergen: 8 C, rain") is None
+    # optional parameters do not count
+    optional = {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert taken_from(optional, "the city of Bergen") is None

@@ -459,3 +459,96 @@ def test_a_tool_kept_out_after_a_repeat_stays_out_through_a_refused_answer_until
         {"other"},
         {"lookup", "other"},
     ]  # fmt: skip  (right after the repeat the step must answer; once refused, only lookup stays out)
+
+
+def test_an_answer_that_repeats_the_loops_own_words_is_refused() -> None:
+    brain = ScriptedBrain([
+        tool_step("lookup", key="colour"),
+        tool_step("lookup", key="colour"),  # the same result again: the next step must answer
+        answer_step("You have what it gives."),  # the earlier feedback's words: not refused now (not said)
+    ])  # fmt: skip
+    run = run_agent(brain, [lookup], "What colour?")
+    assert run.ok  # that sentence is no longer in the feedback, so it is not the loop's words
+    feedback = brain.asked[2].messages[-1]["content"]
+    for copied in ("The result gives the price", feedback.split("\n\n")[-1].split(". ")[0]):
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
+                               answer_step(copied), answer_step("It is red.")])  # fmt: skip
+        run = run_agent(brain, [lookup], "What colour?")
+        assert run.answer == "It is red." and run.steps == 4, copied
+        rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+        assert rejected == ["the answer repeats the loop's own instructions"]
+        assert "repeats words of the instructions" in brain.asked[3].messages[-1]["content"]
+
+
+def test_the_loops_words_may_be_an_answer_when_the_task_or_a_result_gives_them_or_too_short() -> None:
+    # every word of the answer in the task: the task asked for them
+    task = "Say this back to me: the result gives the price"
+    assert run_agent(ScriptedBrain([answer_step("The result gives the price.")]), [lookup], task).ok
+    # three words are too few to call a copy ("call a tool" is a fair answer to "what next?")
+    assert run_agent(ScriptedBrain([answer_step("Call a tool.")]), [lookup], "What next?").ok
+
+
+@tool
+def find_employee(name: str) -> str:
+    """Find an employee by name."""
+    return f"{name}: employee id E-30418, department Sales"
+
+
+@tool
+def get_leave_balance(employee_id: str) -> str:
+    """An employee's leave days left."""
+    return "17.5 days" if employee_id == "E-30418" else "no such employee"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"{city}: 4 C"
+
+
+def test_an_answer_right_after_a_result_that_an_uncalled_tool_takes_is_questioned_once() -> None:
+    brain = ScriptedBrain([
+        tool_step("find_employee", name="Jonas Berg"),
+        answer_step("Jonas Berg's employee id is E-30418."),  # questioned: get_leave_balance takes it
+        tool_step("get_leave_balance", employee_id="E-30418"),
+        answer_step("Jonas Berg has 17.5 days left."),
+    ])  # fmt: skip
+    tools = [find_employee, get_leave_balance, get_weather]
+    run = run_agent(brain, tools, "How many leave days does Jonas Berg have left?")
+    assert run.answer == "Jonas Berg has 17.5 days left." and run.steps == 4
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["not yet called, and taking a value the last result gives: get_leave_balance (employee_id)"]
+    feedback = brain.asked[2].messages[-1]["content"]
+    assert "get_leave_balance takes employee_id" in feedback and "give your answer again" in feedback
+    # the step after the question offers that tool or the answer, nothing else; then all again
+    assert [_variant_tools(a.schema) for a in brain.asked] == [
+        {"find_employee", "get_leave_balance", "get_weather"},
+        {"find_employee", "get_leave_balance", "get_weather"},
+        {"get_leave_balance"},
+        {"find_employee", "get_leave_balance", "get_weather"},
+    ]  # fmt: skip
+    assert "answer" in _actions(brain.asked[2].schema)
+
+
+def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_tool_takes() -> None:
+    # the same answer given again is accepted
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418"),
+                           answer_step("E-30418")])  # fmt: skip
+    run = run_agent(brain, [find_employee, get_leave_balance], "What is Jonas Berg's employee id?")
+    assert run.answer == "E-30418" and run.steps == 2 + 1
+    # no tool takes what the result gives (get_weather takes a city: the result says no "city")
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
+    assert run_agent(brain, [find_employee, get_weather], "Jonas Berg's id?").steps == 2
+    # a tool already called is not asked for again
+    brain = ScriptedBrain([tool_step("get_leave_balance", employee_id="E-30418"),
+                           tool_step("find_employee", name="Jonas Berg"), answer_step("17.5 days")])  # fmt: skip
+    assert run_agent(brain, [find_employee, get_leave_balance], "Leave of E-30418, and whose?").steps == 3
+    # turned off
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.CHAIN_CHECK = loop_module.CHAIN_CHECK, False
+    try:
+        brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
+        assert run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's id?").steps == 2
+    finally:
+        loop_module.CHAIN_CHECK = saved

@@ -79,3 +79,37 @@ def _appears(value: Any, folded: str) -> bool:
         return re.search(rf"(?<![\d.]){re.escape(str(value))}(?![\d])", folded) is not None
     text = value.strip().casefold()
     return text in folded or text.lstrip("#") in folded
+
+
+# Words of a parameter's name that say nothing about what it takes.
+_GENERIC = frozenset(
+    ("id", "ids", "uuid", "uuids", "name", "names", "type", "value", "values", "data", "text", "info", "number",
+     "numbers", "key", "code", "list", "item", "items", "the", "of", "a", "an", "to", "from", "by", "in", "for")
+)  # fmt: skip
+
+
+def _name_words(name: str) -> set[str]:
+    """A parameter name's meaningful words, without plural s: ``employee_id`` -> {"employee"},
+    ``trackId`` -> {"track"}, ``lat1`` -> {"lat"}."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return {_stem(word) for word in re.findall(r"[a-z]+", spaced.casefold())} - _GENERIC
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def taken_from(parameters: Mapping[str, Any], text: str) -> str | None:
+    """The first required parameter whose name's words all appear in ``text`` (a tool's result), or
+    None: the result gives what the tool takes ("employee id E-30418" for ``employee_id``).
+
+    Small models answered a two-step task with its first result (an employee's id for the leave
+    balance it unlocks); a tool that takes a value the result names is the likely next step.
+    """
+    said = {_stem(word) for word in re.findall(r"[a-z]+", text.casefold())}
+    required = parameters.get("required") or []
+    for name in required if isinstance(required, list) else []:
+        words = _name_words(str(name))
+        if words and words <= said:
+            return str(name)
+    return None

@@ -42,6 +42,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
+from shapeloop.grounding import taken_from
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -49,6 +50,12 @@ from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_sche
 from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
+
+# The chain check (see _Run._unchained): whether an answer is questioned when a tool not yet called
+# takes a value the last result gives, and whether the next constrained step then offers that tool
+# or the answer only. Module settings so that the benchmark's variants can turn them off.
+CHAIN_CHECK = True
+CHAIN_NARROWS = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -247,6 +254,13 @@ class _Run:
     # answers: small models made such a call again at once, then called tools that did not fit,
     # instead of answering from the result they had.
     must_answer: bool = False
+    # Once a run, an answer given while a tool not yet called takes a value the last result gives is
+    # questioned, and the next constrained step offers that tool or the answer (see _unchained).
+    chain_asked: bool = False
+    only: frozenset[str] | None = None
+    called: set[str] = field(default_factory=set)  # the tools called so far
+    last_result: ToolResult | None = None  # the last single call's result
+    opened: int = 0  # the messages before the first step: what the loop said after them is feedback
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
@@ -269,6 +283,7 @@ class _Run:
             for message in opening:
                 self._say(message["role"], message["content"])
             self.given = [m["content"] for m in opening if m["role"] == "user"]
+            self.opened = len(self.messages)
             mode, reason = choose_mode(self.mode, self.brain.capabilities)
             if mode is not self.mode:
                 self._switch(mode, reason)
@@ -371,6 +386,7 @@ class _Run:
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
             self.must_call = self.must_answer = False
+            self.only = None
             return reply
 
     def _question(self) -> Request:
@@ -382,6 +398,8 @@ class _Run:
         if self.mode is Mode.CONSTRAINED:
             if self.must_answer:
                 schema = self.schema_without(frozenset(self.toolbox.tools), True)
+            elif self.only is not None:
+                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, True)
             elif self.excluded or self.must_call:
                 schema = self.schema_without(self.excluded, not self.must_call)
             else:
@@ -425,6 +443,8 @@ class _Run:
         result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += 1
         self.given.append(result.text)
+        self.called.add(call.tool)
+        self.last_result = result
         record = self._record(result)
         self.barren.reset()
         self.last_failure = _failure(result)
@@ -465,6 +485,8 @@ class _Run:
         results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += len(results)
         self.given += [result.text for result in results]
+        self.called |= {call.tool for call in calls}
+        self.last_result = None
         records = [self._record(result) for result in results]
         self.barren.reset()
         self.last_failure = next((f for f in map(_failure, reversed(results)) if f is not None), None)
@@ -548,8 +570,15 @@ class _Run:
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
             return
+        elif prompts.copies_loop(answer, self._loop_words(), self._given()):
+            objection = "the answer repeats the loop's own instructions"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._barren(raw, prompts.loop_words_answer_feedback(), "loop-copy")
+            return
         else:
             value = text = answer
+        if self._unchained(value):
+            return
         verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
             self.answer, self.output = text, value
@@ -559,6 +588,37 @@ class _Run:
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _loop_words(self) -> str:
+        """The loop's own words to the model: its fixed instructions and the feedback it gave."""
+        said = [m["content"] for m in self.messages[self.opened :] if m["role"] == "user"]
+        return "\n".join([prompts.LOOP_TEXT, *said])
+
+    def _unchained(self, answer: Any) -> bool:
+        """Question an answer given right after a result that a tool not yet called takes as its
+        argument (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes
+        ``employee_id``): the next constrained step offers that tool or the answer again. Once a run.
+        qwen2.5-coder-0.5b answered most two-step tasks with their first result."""
+        result = self.last_result
+        if not CHAIN_CHECK or self.chain_asked or result is None or result.status is not ToolStatus.OK:
+            return False
+        takers = [
+            (tool.name, parameter)
+            for tool in self.toolbox.tools.values()
+            if tool.name not in self.called and tool.name not in self.excluded
+            and (parameter := taken_from(tool.parameters, result.text)) is not None
+        ]  # fmt: skip
+        if not takers:
+            return False
+        self.chain_asked = True
+        shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
+        objection = f"not yet called, and taking a value the last result gives: {named}"
+        self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
+        self._say("user", prompts.chain_feedback(takers))
+        if CHAIN_NARROWS:
+            self.only = frozenset(name for name, _ in takers)
+        return True
 
     def _echoes_failure(self, text: str) -> bool:
         """The answer passes off an ``ERROR:`` or ``DENIED:`` result as the answer to the task."""

@@ -40,6 +40,7 @@ _RULES = [
 # A worked example with a made-up tool: the call, its result, and an answer taken from that result.
 # The answer is about something no real task asks, because qwen2.5-coder-0.5b copied a standalone
 # example answer ("It is snowing in Oslo.") word for word.
+_EXAMPLE_ANSWER = "A kilo of apples costs 2.40 EUR."
 _EXAMPLE = "\n".join(
     [
         "Example, with a made-up tool get_price (use the real tools above):",
@@ -48,7 +49,7 @@ _EXAMPLE = "\n".join(
         '"args": {"item": "apples"}, "answer": ""}',
         'Result of get_price({"item": "apples"}): apples cost 2.40 EUR per kilo',
         'You: {"reason": "The result gives the price", "action": "answer", "tool": "", "args": {}, '
-        '"answer": "A kilo of apples costs 2.40 EUR."}',
+        f'"answer": "{_EXAMPLE_ANSWER}"}}',
     ]
 )
 
@@ -62,6 +63,21 @@ def copies_example(answer: str, seen: str) -> bool:
     not the system prompt) does not: the model copied the example instead of answering."""
     said, known = _words(answer), _words(seen)
     return any(word in said and word not in known for word in EXAMPLE_WORDS)
+
+
+def copies_loop(answer: str, loop_words: str, seen: str) -> bool:
+    """Whether ``answer`` is a phrase of the loop's own words (``loop_words``: the instructions and
+    the feedback around results) of four words or more, with a word that ``seen`` (the task, the
+    results, the caller's instructions) does not hold: "The result gives the price." copied from the
+    worked example's reason, "You have what it gives." from the feedback."""
+    said = _phrase(answer)
+    if len(said.split()) < 4 or f" {said} " not in f" {_phrase(loop_words)} ":
+        return False
+    return not _words(answer) <= _words(seen)
+
+
+def _phrase(text: str) -> str:
+    return " ".join(re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.casefold()))
 
 
 def _words(text: str) -> set[str]:
@@ -84,6 +100,10 @@ _BATCH = (
 )  # fmt: skip
 
 _NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
+
+# The loop's fixed words to the model, which an answer has no reason to repeat (see copies_loop);
+# the example's answer is left to copies_example, which lets a task about apples be answered.
+LOOP_TEXT = "\n".join([_INTRO, _FORMAT, *_RULES, _EXAMPLE.replace(_EXAMPLE_ANSWER, ""), _PROSE, _BATCH, _NEXT_BATCH])
 
 
 def system_prompt(
@@ -156,9 +176,11 @@ def tool_feedback(
         )
         return text
     if answer_next:
+        # Imperatives only: qwen2.5-coder-0.5b gave "You have what it gives." from an earlier
+        # wording as its answer.
         return text + (
-            f"You made this same call {record.times} times and got this same result each time: you have "
-            'what it gives. Reply with action "answer" now, from the results above.'
+            f"You made this same call {record.times} times and got this same result each time. Reply "
+            'with action "answer" now and say what the result says.'
         )
     text += _FAILED if status in ("error", "denied") else _NEXT
     if status == "repeat":
@@ -237,6 +259,26 @@ def example_answer_feedback() -> str:
     return (
         "Your answer comes from the example in the instructions, not from this task. Answer this task "
         "from its own results, or call a tool to get them."
+    )
+
+
+def loop_words_answer_feedback() -> str:
+    """After an answer that copies the loop's own instructions or feedback."""
+    return (
+        "Your answer repeats words of the instructions, not of a result. Answer this task with what its "
+        "results say, or call a tool to get them."
+    )
+
+
+def chain_feedback(takers: Sequence[tuple[str, str]]) -> str:
+    """After an answer given while tools not yet called take a value the last result gives:
+    ``takers`` holds each such tool's name and the parameter."""
+    named = "; ".join(f"{tool} takes {parameter}" for tool, parameter in takers)
+    tools = " or ".join(tool for tool, _ in takers)
+    return (
+        f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
+        f"If the task asks for what {tools} returns, call it now with that value; if the last result "
+        "already answers the task, give your answer again."
     )
 
 
