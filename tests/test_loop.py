@@ -552,3 +552,14 @@ def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_t
         assert run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's id?").steps == 2
     finally:
         loop_module.CHAIN_CHECK = saved
+
+
+def test_the_chain_question_never_points_to_a_tool_that_acts() -> None:
+    @tool(needs_approval=True)
+    def fire_employee(employee_id: str) -> str:
+        """Fire an employee."""
+        return "done"
+
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
+    run = run_agent(brain, [find_employee, fire_employee], "Jonas Berg's id?")
+    assert run.answer == "E-30418" and run.steps == 2

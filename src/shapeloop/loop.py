@@ -597,15 +597,16 @@ class _Run:
     def _unchained(self, answer: Any) -> bool:
         """Question an answer given right after a result that a tool not yet called takes as its
         argument (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes
-        ``employee_id``): the next constrained step offers that tool or the answer again. Once a run.
-        qwen2.5-coder-0.5b answered most two-step tasks with their first result."""
+        ``employee_id``): the next constrained step offers that tool or the answer again. Once a run;
+        never towards a tool that acts (``needs_approval``). qwen2.5-coder-0.5b answered most
+        two-step tasks with their first result."""
         result = self.last_result
         if not CHAIN_CHECK or self.chain_asked or result is None or result.status is not ToolStatus.OK:
             return False
         takers = [
             (tool.name, parameter)
             for tool in self.toolbox.tools.values()
-            if tool.name not in self.called and tool.name not in self.excluded
+            if tool.name not in self.called and tool.name not in self.excluded and not tool.needs_approval
             and (parameter := taken_from(tool.parameters, result.text)) is not None
         ]  # fmt: skip
         if not takers:
