@@ -90,6 +90,30 @@ def test_the_loop_does_not_run_a_call_with_a_made_up_id() -> None:
     ]  # fmt: skip
 
 
+def test_tools_refused_for_made_up_ids_one_after_another_all_stay_out_until_a_call_runs() -> None:
+    @tool
+    def contact(employee_id: str) -> str:
+        """An employee's email address."""
+        ran.append("contact " + employee_id)
+        return "ana@example.com"
+
+    ran.clear()
+    brain = ScriptedBrain([
+        tool_step("leave_balance", employee_id="E-12345"),
+        tool_step("contact", employee_id="E-12345"),
+        tool_step("find_employee", name="Ana Ruiz"),
+        answer_step("E-2071"),
+    ])  # fmt: skip
+    run = run_agent(brain, [find_employee, leave_balance, contact], "Ana Ruiz's leave and email?")
+    assert run.answer == "E-2071" and ran == []
+    assert [_variant_tools(a.schema) for a in brain.asked] == [
+        {"find_employee", "leave_balance", "contact"},
+        {"find_employee", "contact"},
+        {"find_employee"},  # both refused tools stay out
+        {"find_employee", "leave_balance", "contact"},  # a call ran: all are offered again
+    ]  # fmt: skip
+
+
 def test_a_made_up_id_made_again_is_refused_again() -> None:
     ran.clear()
     script = [tool_step("leave_balance", employee_id="E-12345"), tool_step("leave_balance", employee_id="E-12345"),

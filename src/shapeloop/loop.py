@@ -261,6 +261,7 @@ class _Run:
     called: set[str] = field(default_factory=set)  # the tools called so far
     last_result: ToolResult | None = None  # the last single call's result
     opened: int = 0  # the messages before the first step: what the loop said after them is feedback
+    id_blocked: frozenset[str] = frozenset()  # tools refused for a made-up id since the last call that ran
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
@@ -458,9 +459,11 @@ class _Run:
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
         self.failed_text = result.text if result.status is ToolStatus.ERROR else ""
         self._check_repeats([record])
-        if result.made_up:
-            # the id has to come from another tool first: this one is kept out until then
-            self.excluded |= {call.tool}
+        # the id has to come from another tool first: a tool refused for a made-up id is kept out
+        # until a call runs (refused one after another, each kept out: qwen2.5-coder-0.5b went
+        # back and forth between two such tools and never called the one that finds the id)
+        self.id_blocked = self.id_blocked | {call.tool} if result.made_up else frozenset()
+        self.excluded |= self.id_blocked
 
     def _waiting(self, call: ToolCall) -> str | None:
         """The tool whose failed call this call's result may unblock: not this tool itself, and not
