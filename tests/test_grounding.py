@@ -102,11 +102,12 @@ def test_tools_refused_for_made_up_ids_one_after_another_all_stay_out_until_a_ca
         tool_step("leave_balance", employee_id="E-12345"),
         tool_step("contact", employee_id="E-12345"),
         tool_step("find_employee", name="Ana Ruiz"),
+        answer_step("E-2071"),  # questioned: both tools take the id this result gives
         answer_step("E-2071"),
     ])  # fmt: skip
     run = run_agent(brain, [find_employee, leave_balance, contact], "Ana Ruiz's leave and email?")
     assert run.answer == "E-2071" and ran == []
-    assert [_variant_tools(a.schema) for a in brain.asked] == [
+    assert [_variant_tools(a.schema) for a in brain.asked[:4]] == [
         {"find_employee", "leave_balance", "contact"},
         {"find_employee", "contact"},
         {"find_employee"},  # both refused tools stay out

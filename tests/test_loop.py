@@ -539,7 +539,11 @@ def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_t
     # no tool takes what the result gives (get_weather takes a city: the result says no "city")
     brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
     assert run_agent(brain, [find_employee, get_weather], "Jonas Berg's id?").steps == 2
-    # a tool already called is not asked for again
+    # a tool already called with another value is named (its result was for something else)
+    brain = ScriptedBrain([tool_step("get_leave_balance", employee_id="E-1"), tool_step("find_employee", name="Jonas"),
+                           answer_step("no such employee"), answer_step("no such employee")])  # fmt: skip
+    assert run_agent(brain, [find_employee, get_leave_balance], "Leave of Jonas?").steps == 4
+    # a tool already called with a value this result gives is not
     brain = ScriptedBrain([tool_step("get_leave_balance", employee_id="E-30418"),
                            tool_step("find_employee", name="Jonas Berg"), answer_step("17.5 days")])  # fmt: skip
     assert run_agent(brain, [find_employee, get_leave_balance], "Leave of E-30418, and whose?").steps == 3

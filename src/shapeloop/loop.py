@@ -256,9 +256,9 @@ class _Run:
     must_answer: bool = False
     # Once a run, an answer given while a tool not yet called takes a value the last result gives is
     # questioned, and the next constrained step offers that tool or the answer (see _unchained).
-    chain_asked: bool = False
+    chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     only: frozenset[str] | None = None
-    called: set[str] = field(default_factory=set)  # the tools called so far
+    called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
     opened: int = 0  # the messages before the first step: what the loop said after them is feedback
     id_blocked: frozenset[str] = frozenset()  # tools refused for a made-up id since the last call that ran
@@ -444,7 +444,7 @@ class _Run:
         result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += 1
         self.given.append(result.text)
-        self.called.add(call.tool)
+        self.called.append(call)
         self.last_result = result
         record = self._record(result)
         self.barren.reset()
@@ -488,7 +488,7 @@ class _Run:
         results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += len(results)
         self.given += [result.text for result in results]
-        self.called |= {call.tool for call in calls}
+        self.called += calls
         self.last_result = None
         records = [self._record(result) for result in results]
         self.barren.reset()
@@ -592,29 +592,40 @@ class _Run:
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
 
+    def _called_with(self, tool: str, text: str) -> bool:
+        """Whether ``tool`` was called with an argument value that ``text`` holds."""
+        folded = text.casefold()
+        return any(
+            isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip()
+            and str(value).casefold() in folded
+            for call in self.called if call.tool == tool for value in call.args.values()
+        )  # fmt: skip
+
     def _loop_words(self) -> str:
         """The loop's own words to the model: its fixed instructions and the feedback it gave."""
         said = [m["content"] for m in self.messages[self.opened :] if m["role"] == "user"]
         return "\n".join([prompts.LOOP_TEXT, *said])
 
     def _unchained(self, answer: Any) -> bool:
-        """Question an answer given right after a result that a tool not yet called takes as its
-        argument (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes
-        ``employee_id``): the next constrained step offers that tool or the answer again. Once a run;
-        never towards a tool that acts (``needs_approval``). qwen2.5-coder-0.5b answered most
-        two-step tasks with their first result."""
+        """Question an answer given right after a result that another tool takes as its argument
+        (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``):
+        the next constrained step offers that tool or the answer again. Each tool is named once a
+        run; not one already called with a value of this result, nor one that acts
+        (``needs_approval``). qwen2.5-coder-0.5b answered most two-step tasks with their first
+        result."""
         result = self.last_result
-        if not CHAIN_CHECK or self.chain_asked or result is None or result.status is not ToolStatus.OK:
+        if not CHAIN_CHECK or result is None or result.status is not ToolStatus.OK:
             return False
         takers = [
             (tool.name, parameter)
             for tool in self.toolbox.tools.values()
-            if tool.name not in self.called and tool.name not in self.excluded and not tool.needs_approval
+            if tool.name not in self.chain_asked | self.excluded | {result.call.tool} and not tool.needs_approval
+            and not self._called_with(tool.name, result.text)
             and (parameter := taken_from(tool.parameters, result.text)) is not None
         ]  # fmt: skip
         if not takers:
             return False
-        self.chain_asked = True
+        self.chain_asked |= {name for name, _ in takers}
         shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
         objection = f"not yet called, and taking a value the last result gives: {named}"
