@@ -7,7 +7,7 @@ import pytest
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
-from shapeloop.grounding import is_id_name, made_up_ids, taken_from
+from shapeloop.grounding import holds_value, is_id_name, made_up_ids, result_words, taken_from
 
 EMPLOYEES = {"Ana Ruiz": "E-2071"}
 BALANCES = {"E-2071": 12}
@@ -208,14 +208,29 @@ def test_taken_from_finds_the_required_parameter_a_result_names() -> None:
         properties = {name: {"type": "string"} for name in required}
         return {"type": "object", "properties": properties, "required": list(required)}
 
-    assert taken_from(schema("employee_id"), "Jonas Berg: employee id E-30418") == "employee_id"
-    assert taken_from(schema("trackId"), "track 77104: Blinding Lights") == "trackId"
-    assert taken_from(schema("order_id"), "orders of maria, newest first: 48213") == "order_id"  # plural
-    assert taken_from(schema("latitude", "longitude"), "Porto: latitude 41.15, longitude -8.62") == "latitude"
+    def taken(parameters: dict[str, object], text: str) -> str | None:
+        return taken_from(parameters, result_words(text))
+
+    assert taken(schema("employee_id"), "Jonas Berg: employee id E-30418") == "employee_id"
+    assert taken(schema("trackId"), "track 77104: Blinding Lights") == "trackId"
+    assert taken(schema("order_id"), "orders of maria, newest first: 48213") == "order_id"  # plural
+    assert taken(schema("latitude", "longitude"), "Porto: latitude 41.15, longitude -8.62") == "latitude"
+    assert taken(schema("número_cliente"), "número 7, cliente 12") == "número_cliente"  # any script
     # every meaningful word of the name must be there, and a name of generic words only names nothing
-    assert taken_from(schema("molar_mass"), "the mass is 180 g") is None
-    assert taken_from(schema("id"), "id 5") is None
-    assert taken_from(schema("city"), "Bergen: 8 C, rain") is None
+    assert taken(schema("molar_mass"), "the mass is 180 g") is None
+    assert taken(schema("id"), "id 5") is None
+    assert taken(schema("city"), "Bergen: 8 C, rain") is None
+    # one-letter pieces name nothing ("It's" holds an "s")
+    assert taken(schema("s"), "It's 4 o'clock") is None
     # optional parameters do not count
     optional = {"type": "object", "properties": {"city": {"type": "string"}}}
-    assert taken_from(optional, "the city of Bergen") is None
+    assert taken(optional, "the city of Bergen") is None
+
+
+def test_holds_value_matches_whole_values_only() -> None:
+    assert holds_value("Jonas: employee id E-30418", "E-30418")
+    assert not holds_value("Jonas: employee id E-30418", "E-3")
+    assert not holds_value("Jonas: employee id E-10418", "E-1")
+    assert holds_value("order 48213 (2024)", 48213) and not holds_value("order 148213", 48213)
+    assert not holds_value("page 1.5", 1) and holds_value("page 1 of 3", 1)
+    assert not holds_value("anything", True) and not holds_value("anything", "  ")

@@ -567,3 +567,56 @@ def test_the_chain_question_never_points_to_a_tool_that_acts() -> None:
     brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
     run = run_agent(brain, [find_employee, fire_employee], "Jonas Berg's id?")
     assert run.answer == "E-30418" and run.steps == 2
+
+
+def test_the_chain_question_is_not_asked_where_it_cannot_help() -> None:
+    tools = [find_employee, get_leave_balance]
+    task = "What is Jonas Berg's employee id?"
+    # no step left to act on it: the answer stands
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
+    run = run_agent(brain, tools, task, max_steps=2)
+    assert run.answer == "E-30418" and run.stop is StopReason.ANSWERED
+
+    # a result that holds no value ("no such employee") gives nothing to take
+    @tool
+    def find_person(name: str) -> str:
+        """Find an employee by name."""
+        return "no employee by that name"
+
+    brain = ScriptedBrain([tool_step("find_person", name="Jonas"), answer_step("There is no such employee.")])
+    assert run_agent(brain, [find_person, get_leave_balance], task).steps == 2
+
+    # the step had to answer (a repeat with the same result): the answer is not questioned
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), tool_step("find_employee", name="Jonas Berg"),
+                           answer_step("E-30418")])  # fmt: skip
+    assert run_agent(brain, tools, task).steps == 3
+
+
+def test_a_typed_answer_is_questioned_by_the_chain_check_without_failing() -> None:
+    from pydantic import BaseModel
+
+    class Employee(BaseModel):
+        employee: str
+
+    reply = json.dumps({"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": {"employee": "E-30418"}})
+    brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), reply, reply])
+    run = run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's id?", output_type=Employee)
+    assert run.output == Employee(employee="E-30418") and run.steps == 3
+    rejected = [e for e in run.events if isinstance(e, AnswerRejected)]
+    assert len(rejected) == 1 and "E-30418" in rejected[0].text
+
+
+def test_the_callers_objection_may_be_taken_up_word_for_word() -> None:
+    wanted = "No refund is possible for this order."
+
+    def accept(text: str) -> bool | str:
+        return text == wanted or f"answer exactly: {wanted}"
+
+    brain = ScriptedBrain([answer_step("Maybe."), answer_step(wanted)])
+    run = run_agent(brain, [lookup], "Can I get a refund?", accept_answer=accept)
+    assert run.answer == wanted
+
+
+def test_refusals_and_answers_in_other_scripts_are_not_taken_for_copies() -> None:
+    for answer in ("No tool fits the task.", "I cannot do the task.", "Невозможно: the call failed or was refused"):
+        assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], "Book me a flight.").answer == answer

@@ -89,27 +89,45 @@ _GENERIC = frozenset(
 
 
 def _name_words(name: str) -> set[str]:
-    """A parameter name's meaningful words, without plural s: ``employee_id`` -> {"employee"},
-    ``trackId`` -> {"track"}, ``lat1`` -> {"lat"}."""
+    """A parameter name's meaningful words, without plural s and one-letter pieces:
+    ``employee_id`` -> {"employee"}, ``trackId`` -> {"track"}, ``lat1`` -> {"lat"}."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return {_stem(word) for word in re.findall(r"[a-z]+", spaced.casefold())} - _GENERIC
+    return {word for word in result_words(spaced) if len(word) > 1} - _GENERIC
 
 
 def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def taken_from(parameters: Mapping[str, Any], text: str) -> str | None:
-    """The first required parameter whose name's words all appear in ``text`` (a tool's result), or
-    None: the result gives what the tool takes ("employee id E-30418" for ``employee_id``).
+def result_words(text: str) -> frozenset[str]:
+    """The words of a text as :func:`taken_from` compares them: letters of any script, case-folded,
+    without plural s."""
+    return frozenset(_stem(word) for word in re.findall(r"[^\W\d_]+", text.casefold()))
+
+
+def taken_from(parameters: Mapping[str, Any], words: frozenset[str]) -> str | None:
+    """The first required parameter whose name's words are all among ``words`` (those of a tool's
+    result, from :func:`result_words`), or None: the result names what the tool takes ("employee id
+    E-30418" for ``employee_id``).
 
     Small models answered a two-step task with its first result (an employee's id for the leave
     balance it unlocks); a tool that takes a value the result names is the likely next step.
     """
-    said = {_stem(word) for word in re.findall(r"[a-z]+", text.casefold())}
     required = parameters.get("required") or []
     for name in required if isinstance(required, list) else []:
-        words = _name_words(str(name))
-        if words and words <= said:
+        named = _name_words(str(name))
+        if named and named <= words:
             return str(name)
     return None
+
+
+def holds_value(text: str, value: Any) -> bool:
+    """Whether ``text`` holds an argument's value as a whole: a number as a whole number, text not
+    as part of a longer word or id ("E-1" is not in "E-10418")."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    written = str(value).strip().casefold()
+    if not written:
+        return False
+    edge = r"[\d.]" if isinstance(value, (int, float)) else r"[\w-]"
+    return re.search(rf"(?<!{edge}){re.escape(written)}(?!{edge})", text.casefold()) is not None

@@ -42,7 +42,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import taken_from
+from shapeloop.grounding import holds_value, result_words, taken_from
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -254,6 +254,7 @@ class _Run:
     # answers: small models made such a call again at once, then called tools that did not fit,
     # instead of answering from the result they had.
     must_answer: bool = False
+    answer_forced: bool = False  # the last request allowed an answer only
     # Once a run, an answer given while a tool not yet called takes a value the last result gives is
     # questioned, and the next constrained step offers that tool or the answer (see _unchained).
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
@@ -386,6 +387,7 @@ class _Run:
                 self._count(reply.usage)  # the reply is set aside, but its tokens were spent
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
+            self.answer_forced = self.must_answer and self.mode is Mode.CONSTRAINED
             self.must_call = self.must_answer = False
             self.only = None
             return reply
@@ -580,7 +582,7 @@ class _Run:
             return
         else:
             value = text = answer
-        if self._unchained(value):
+        if self._unchained(text):
             return
         verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
@@ -589,44 +591,42 @@ class _Run:
             self._finish(StopReason.ANSWERED, f"answered after {self.step} step{'s' if self.step != 1 else ''}")
             return
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
+        self.given.append(objection)  # the caller's words: an answer may take them up
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
-
-    def _called_with(self, tool: str, text: str) -> bool:
-        """Whether ``tool`` was called with an argument value that ``text`` holds."""
-        folded = text.casefold()
-        return any(
-            isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip()
-            and str(value).casefold() in folded
-            for call in self.called if call.tool == tool for value in call.args.values()
-        )  # fmt: skip
 
     def _loop_words(self) -> str:
         """The loop's own words to the model: its fixed instructions and the feedback it gave."""
         said = [m["content"] for m in self.messages[self.opened :] if m["role"] == "user"]
         return "\n".join([prompts.LOOP_TEXT, *said])
 
-    def _unchained(self, answer: Any) -> bool:
+    def _unchained(self, shown: str) -> bool:
         """Question an answer given right after a result that another tool takes as its argument
         (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``):
         the next constrained step offers that tool or the answer again. Each tool is named once a
         run; not one already called with a value of this result, nor one that acts
-        (``needs_approval``). qwen2.5-coder-0.5b answered most two-step tasks with their first
-        result."""
+        (``needs_approval``); only after a single call's result that holds a number (a value, not
+        "no such employee"); never when the step had to answer or there is no step left to act on
+        it. qwen2.5-coder-0.5b answered most two-step tasks with their first result."""
         result = self.last_result
-        if not CHAIN_CHECK or result is None or result.status is not ToolStatus.OK:
+        if not CHAIN_CHECK or result is None or result.status is not ToolStatus.OK or self.answer_forced:
             return False
+        if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
+            return False
+        if not re.search(r"\d", result.text):
+            return False
+        words = result_words(result.text)
         takers = [
             (tool.name, parameter)
             for tool in self.toolbox.tools.values()
             if tool.name not in self.chain_asked | self.excluded | {result.call.tool} and not tool.needs_approval
-            and not self._called_with(tool.name, result.text)
-            and (parameter := taken_from(tool.parameters, result.text)) is not None
+            and not any(holds_value(result.text, value)
+                        for call in self.called if call.tool == tool.name for value in call.args.values())
+            and (parameter := taken_from(tool.parameters, words)) is not None
         ]  # fmt: skip
         if not takers:
             return False
         self.chain_asked |= {name for name, _ in takers}
-        shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
         objection = f"not yet called, and taking a value the last result gives: {named}"
         self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))

@@ -66,12 +66,15 @@ def copies_example(answer: str, seen: str) -> bool:
 
 
 def copies_loop(answer: str, loop_words: str, seen: str) -> bool:
-    """Whether ``answer`` is a phrase of the loop's own words (``loop_words``: the instructions and
-    the feedback around results) of four words or more, with a word that ``seen`` (the task, the
-    results, the caller's instructions) does not hold: "The result gives the price." copied from the
-    worked example's reason, "You have what it gives." from the feedback."""
+    """Whether ``answer`` is a phrase of the loop's own words (``loop_words``: its fixed words and
+    the feedback around results) of five words or more, with a word that ``seen`` (the task, the
+    results, the caller's words) does not hold: "The result gives the price." copied from the worked
+    example's reason, "You have what it gives." from an earlier feedback. An answer with letters
+    outside ASCII is never taken for a copy (the loop's words are English)."""
+    if not answer.isascii():
+        return False
     said = _phrase(answer)
-    if len(said.split()) < 4 or f" {said} " not in f" {_phrase(loop_words)} ":
+    if len(said.split()) < 5 or f" {said} " not in f" {_phrase(loop_words)} ":
         return False
     return not _words(answer) <= _words(seen)
 
@@ -101,9 +104,12 @@ _BATCH = (
 
 _NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
 
-# The loop's fixed words to the model, which an answer has no reason to repeat (see copies_loop);
-# the example's answer is left to copies_example, which lets a task about apples be answered.
-LOOP_TEXT = "\n".join([_INTRO, _FORMAT, *_RULES, _EXAMPLE.replace(_EXAMPLE_ANSWER, ""), _PROSE, _BATCH, _NEXT_BATCH])
+# The loop's fixed words to the model that an answer has no reason to repeat (see copies_loop): not
+# the rules, whose "say that you cannot" an answer may follow to the letter, nor the example's result
+# and answer, which copies_example judges by their words, so that a task about a price is answered.
+_EXAMPLE_STEPS = [line.replace(_EXAMPLE_ANSWER, "") for line in _EXAMPLE.splitlines() if "2.40" not in line
+                  or _EXAMPLE_ANSWER in line]  # fmt: skip
+LOOP_TEXT = "\n".join([_INTRO, _FORMAT, *_EXAMPLE_STEPS, _PROSE, _BATCH, _NEXT_BATCH])
 
 
 def system_prompt(
