@@ -167,5 +167,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
     "no-chain-check": lambda: _patched(loop, CHAIN_CHECK=False),
     "chain-check-open": lambda: _patched(loop, CHAIN_NARROWS=False),
+    "all-optional-args": lambda: _patched(loop, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

@@ -234,3 +234,48 @@ def test_holds_value_matches_whole_values_only() -> None:
     assert holds_value("order 48213 (2024)", 48213) and not holds_value("order 148213", 48213)
     assert not holds_value("page 1.5", 1) and holds_value("page 1 of 3", 1)
     assert not holds_value("anything", True) and not holds_value("anything", "  ")
+
+
+def test_asked_only_leaves_out_the_optional_arguments_nothing_asks_for() -> None:
+    from shapeloop.grounding import asked_only
+
+    parameters = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": ["celsius", "fahrenheit"], "default": "celsius"},
+            "days_ahead": {"type": "integer", "default": 0},
+        },
+        "required": ["city"],
+    }
+
+    def kept(text: str) -> list[str]:
+        return list(asked_only(parameters, result_words(text), text)["properties"])
+
+    assert kept("Weather in Oslo?") == ["city"]
+    assert kept("Weather in Oslo in Fahrenheit?") == ["city", "unit"]  # an enum value written
+    assert kept("Weather in Oslo two days ahead?") == ["city", "days_ahead"]  # every word of the name
+    assert kept("Weather in Oslo, a day from now?") == ["city"]  # "ahead" is not there
+    assert asked_only(parameters, result_words("unit days ahead"), "unit days ahead") is parameters
+
+
+def test_the_constrained_step_offers_an_optional_argument_once_the_task_or_a_result_asks_for_it() -> None:
+    @tool
+    def read(path: str, offset: int = 0) -> str:
+        """Read a file."""
+        return "first part; read with offset=100 reads on" if offset == 0 else "second part"
+
+    brain = ScriptedBrain([tool_step("read", path="a.txt"), answer_step("first part, second part")])
+    run_agent(brain, [read], "What does a.txt say?")
+    args = [a.schema["anyOf"][0]["properties"]["args"]["properties"] for a in brain.asked]  # type: ignore[index]
+    assert [list(a) for a in args] == [["path"], ["path", "offset"]]
+    # turned off: every argument is offered from the start
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.ASKED_ONLY = loop_module.ASKED_ONLY, False
+    try:
+        brain = ScriptedBrain([answer_step("x")])
+        run_agent(brain, [read], "What does a.txt say?")
+        assert list(brain.asked[0].schema["anyOf"][0]["properties"]["args"]["properties"]) == ["path", "offset"]  # type: ignore[index]
+    finally:
+        loop_module.ASKED_ONLY = saved

@@ -131,3 +131,34 @@ def holds_value(text: str, value: Any) -> bool:
         return False
     edge = r"[\d.]" if isinstance(value, (int, float)) else r"[\w-]"
     return re.search(rf"(?<!{edge}){re.escape(written)}(?!{edge})", text.casefold()) is not None
+
+
+def asked_only(parameters: Mapping[str, Any], words: frozenset[str], text: str) -> Mapping[str, Any]:
+    """``parameters`` without the optional arguments nothing asks for: a top-level property that is
+    not required stays only if every word of its name is among ``words`` (those of the task and the
+    results, from :func:`result_words`) or one of its enum values is written in ``text``. The same
+    object when nothing is left out.
+
+    Small models fill every optional argument they are offered: ``read_file(path, length=1)``, a day
+    count made ``inclusive``. Left out of the constrained step's schema, they take their defaults;
+    "in fahrenheit" keeps ``unit`` (an enum value), "for 3 passengers" keeps ``passengers``.
+    """
+    properties = parameters.get("properties")
+    required = parameters.get("required") or []
+    if not isinstance(properties, Mapping) or not isinstance(required, list):
+        return parameters
+    kept = {
+        name: schema for name, schema in properties.items()
+        if name in required or _asked(str(name), schema, words, text)
+    }  # fmt: skip
+    if len(kept) == len(properties):
+        return parameters
+    return {**parameters, "properties": kept}
+
+
+def _asked(name: str, schema: Any, words: frozenset[str], text: str) -> bool:
+    named = _name_words(name)
+    if named and named <= words:
+        return True
+    values = schema.get("enum", []) if isinstance(schema, Mapping) else []
+    return any(holds_value(text, value) for value in values if isinstance(value, (str, int, float)))

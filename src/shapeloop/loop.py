@@ -3,6 +3,7 @@ a reason a person can read."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -42,7 +43,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import holds_value, result_words, taken_from
+from shapeloop.grounding import asked_only, holds_value, result_words, taken_from
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -56,6 +57,9 @@ from shapeloop.tools import Tool, ToolCall
 # or the answer only. Module settings so that the benchmark's variants can turn them off.
 CHAIN_CHECK = True
 CHAIN_NARROWS = True
+# Whether the constrained step's schema leaves out the optional arguments that neither the task nor
+# a result asks for (see grounding.asked_only).
+ASKED_ONLY = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -183,8 +187,11 @@ def run_agent(
     typed = None if output_type is None else typed_answer(output_type)
     answer_schema = None if typed is None else typed.schema
 
-    def schema_without(excluded: frozenset[str], answer: bool = True) -> dict[str, Any]:
+    def schema_without(excluded: frozenset[str], answer: bool = True, given: str | None = None) -> dict[str, Any]:
         kept = [t for t in offered if t.name not in excluded]
+        if given is not None and ASKED_ONLY:
+            words = result_words(given)
+            kept = [_asked_only(t, words, given) for t in kept]
         full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
         if not flat:
             return full if answer or not kept else without_answer(full)
@@ -228,7 +235,7 @@ class _Run:
     brain: Brain
     toolbox: Toolbox
     schema: dict[str, Any]
-    schema_without: Callable[[frozenset[str], bool], dict[str, Any]]
+    schema_without: Callable[[frozenset[str], bool, str | None], dict[str, Any]]
     mode: Mode
     max_steps: int
     stuck_limit: int
@@ -399,14 +406,13 @@ class _Run:
             return Request(messages=messages, tools=self.specs, repeats=self.repeats, results=self.results)
         schema = None
         if self.mode is Mode.CONSTRAINED:
+            given = self._given()
             if self.must_answer:
-                schema = self.schema_without(frozenset(self.toolbox.tools), True)
+                schema = self.schema_without(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
-                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, True)
-            elif self.excluded or self.must_call:
-                schema = self.schema_without(self.excluded, not self.must_call)
+                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, True, given)
             else:
-                schema = self.schema
+                schema = self.schema_without(self.excluded, not self.must_call, given)
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -702,6 +708,12 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _asked_only(tool: Tool, words: frozenset[str], given: str) -> Tool:
+    """The tool as the constrained step offers it: without the optional arguments nothing asks for."""
+    parameters = asked_only(tool.parameters, words, given)
+    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
 def _same_again(result: ToolResult, record: CallRecord) -> bool:
