@@ -260,7 +260,7 @@ def test_asked_only_leaves_out_the_optional_arguments_nothing_asks_for() -> None
 
 
 def test_the_constrained_step_offers_an_optional_argument_once_the_task_or_a_result_asks_for_it() -> None:
-    @tool
+    @tool(optional_when_named=True)
     def read(path: str, offset: int = 0) -> str:
         """Read a file."""
         return "first part; read with offset=100 reads on" if offset == 0 else "second part"
@@ -269,6 +269,10 @@ def test_the_constrained_step_offers_an_optional_argument_once_the_task_or_a_res
     run_agent(brain, [read], "What does a.txt say?")
     args = [a.schema["anyOf"][0]["properties"]["args"]["properties"] for a in brain.asked]  # type: ignore[index]
     assert [list(a) for a in args] == [["path"], ["path", "offset"]]
+    # a tool not built so offers every argument from the start
+    plain = ScriptedBrain([answer_step("x")])
+    run_agent(plain, [tool(read.fn, name="read")], "What does a.txt say?")
+    assert list(plain.asked[0].schema["anyOf"][0]["properties"]["args"]["properties"]) == ["path", "offset"]  # type: ignore[index]
     # turned off: every argument is offered from the start
     import shapeloop.loop as loop_module
 

@@ -57,8 +57,8 @@ from shapeloop.tools import Tool, ToolCall
 # or the answer only. Module settings so that the benchmark's variants can turn them off.
 CHAIN_CHECK = True
 CHAIN_NARROWS = True
-# Whether the constrained step's schema leaves out the optional arguments that neither the task nor
-# a result asks for (see grounding.asked_only).
+# Whether the constrained step's schema leaves out the optional arguments of a tool built with
+# ``optional_when_named`` that neither the task nor a result names (see grounding.asked_only).
 ASKED_ONLY = True
 
 
@@ -712,6 +712,8 @@ class _Run:
 
 def _asked_only(tool: Tool, words: frozenset[str], given: str) -> Tool:
     """The tool as the constrained step offers it: without the optional arguments nothing asks for."""
+    if not tool.optional_when_named:
+        return tool
     parameters = asked_only(tool.parameters, words, given)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 

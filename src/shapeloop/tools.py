@@ -38,6 +38,10 @@ class Tool:
             model wrote them; the rest run concurrently. A string (every call of this tool, and of
             any tool with the same key) or a function of the arguments (``lambda args:
             args["path"]``: calls on one file); None runs concurrently.
+        optional_when_named: a constrained step offers an optional argument only once the task or a
+            result names it (every word of its name, or one of its enum values): small models fill
+            every optional argument they are shown (``read_file(path, length=1)``). The tool's
+            documentation still shows them all.
     """
 
     name: str
@@ -46,6 +50,7 @@ class Tool:
     fn: Callable[..., Any] = field(repr=False)
     needs_approval: bool = False
     lock_key: LockKey | None = field(default=None, repr=False)
+    optional_when_named: bool = False
     _validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +106,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
+    optional_when_named: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -112,6 +118,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
+    optional_when_named: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True, lock_key="disk")``.
 
@@ -138,6 +145,7 @@ def tool(
             fn=call,
             needs_approval=needs_approval,
             lock_key=lock_key,
+            optional_when_named=optional_when_named,
         )
 
     return build if fn is None else build(fn)

@@ -406,7 +406,9 @@ def workspace_tools(
     """
     space = Workspace(root)
 
-    @tool
+    # offset and length are offered once a result names them (a part's "read_file with offset=N
+    # reads on"): small models asked for "length": 1 and read a file a letter at a time.
+    @tool(optional_when_named=True)
     def read_file(path: str, offset: int = 0, length: int = max_read_chars) -> str:
         """Read a text file in the workspace.
 
