@@ -166,7 +166,8 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
     "no-chain-check": lambda: _patched(loop, CHAIN_CHECK=False),
-    "chain-check-open": lambda: _patched(loop, CHAIN_NARROWS=False),
+    "chain-check-open": lambda: _patched(loop, CHAIN_STEP="open"),
+    "chain-check-choose": lambda: _patched(loop, CHAIN_STEP="choose"),
     "all-optional-args": lambda: _patched(loop, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

@@ -519,15 +519,34 @@ def test_an_answer_right_after_a_result_that_an_uncalled_tool_takes_is_questione
     rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
     assert rejected == ["not yet called, and taking a value the last result gives: get_leave_balance (employee_id)"]
     feedback = brain.asked[2].messages[-1]["content"]
-    assert "get_leave_balance takes employee_id" in feedback and "give your answer again" in feedback
-    # the step after the question offers that tool or the answer, nothing else; then all again
+    assert "get_leave_balance takes employee_id" in feedback and "Call get_leave_balance now" in feedback
+    # the step after the question calls that tool, nothing else; then everything is offered again
     assert [_variant_tools(a.schema) for a in brain.asked] == [
         {"find_employee", "get_leave_balance", "get_weather"},
         {"find_employee", "get_leave_balance", "get_weather"},
         {"get_leave_balance"},
         {"find_employee", "get_leave_balance", "get_weather"},
     ]  # fmt: skip
-    assert "answer" in _actions(brain.asked[2].schema)
+    assert _actions(brain.asked[2].schema) == ["tool"]
+
+
+def test_the_chain_step_may_offer_the_answer_too_or_everything() -> None:
+    import shapeloop.loop as loop_module
+
+    script = [tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418"), answer_step("E-30418")]
+    saved = loop_module.CHAIN_STEP
+    try:
+        cases = (("choose", {"get_leave_balance"}, ["tool", "answer"]),
+                 ("open", {"find_employee", "get_leave_balance"}, ["tool", "tool", "answer"]))  # fmt: skip
+        for setting, tools, actions in cases:
+            loop_module.CHAIN_STEP = setting  # type: ignore[assignment]
+            brain = ScriptedBrain(list(script))
+            run = run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's leave?")
+            assert run.answer == "E-30418" and run.steps == 3
+            assert _variant_tools(brain.asked[2].schema) == tools and _actions(brain.asked[2].schema) == actions
+            assert "give your answer again" in brain.asked[2].messages[-1]["content"]
+    finally:
+        loop_module.CHAIN_STEP = saved
 
 
 def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_tool_takes() -> None:

@@ -52,11 +52,12 @@ from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
 
-# The chain check (see _Run._unchained): whether an answer is questioned when a tool not yet called
-# takes a value the last result gives, and whether the next constrained step then offers that tool
-# or the answer only. Module settings so that the benchmark's variants can turn them off.
+# The chain check (see _Run._unchained): whether an answer is questioned when another tool takes a
+# value the last result gives, and what the next constrained step then offers: "call" those tools
+# only, "choose" those tools or the answer, "open" everything. Module settings so that the
+# benchmark's variants can change them; "call" was measured against "choose" on the tune half.
 CHAIN_CHECK = True
-CHAIN_NARROWS = True
+CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 # Whether the constrained step's schema leaves out the optional arguments of a tool built with
 # ``optional_when_named`` that neither the task nor a result names (see grounding.asked_only).
 ASKED_ONLY = True
@@ -410,7 +411,7 @@ class _Run:
             if self.must_answer:
                 schema = self.schema_without(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
-                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, True, given)
+                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, not self.must_call, given)
             else:
                 schema = self.schema_without(self.excluded, not self.must_call, given)
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
@@ -636,9 +637,10 @@ class _Run:
         named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
         objection = f"not yet called, and taking a value the last result gives: {named}"
         self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
-        self._say("user", prompts.chain_feedback(takers))
-        if CHAIN_NARROWS:
+        self._say("user", prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"))
+        if CHAIN_STEP != "open":
             self.only = frozenset(name for name, _ in takers)
+            self.must_call = CHAIN_STEP == "call"
         return True
 
     def _echoes_failure(self, text: str) -> bool:

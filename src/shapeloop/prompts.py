@@ -276,11 +276,16 @@ def loop_words_answer_feedback() -> str:
     )
 
 
-def chain_feedback(takers: Sequence[tuple[str, str]]) -> str:
-    """After an answer given while tools not yet called take a value the last result gives:
-    ``takers`` holds each such tool's name and the parameter."""
+def chain_feedback(takers: Sequence[tuple[str, str]], *, must_call: bool = False) -> str:
+    """After an answer given while other tools take a value the last result gives: ``takers``
+    holds each such tool's name and the parameter; ``must_call``: the next step calls one of them."""
     named = "; ".join(f"{tool} takes {parameter}" for tool, parameter in takers)
     tools = " or ".join(tool for tool, _ in takers)
+    if must_call:
+        return (
+            f"Before you answer: the last result gives a value that {named}. Call {tools} now with that "
+            "value; then answer the task from what it returns."
+        )
     return (
         f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
         f"If the task asks for what {tools} returns, call it now with that value; if the last result "
