@@ -188,11 +188,20 @@ def run_agent(
     typed = None if output_type is None else typed_answer(output_type)
     answer_schema = None if typed is None else typed.schema
 
+    built: dict[tuple[Any, ...], dict[str, Any]] = {}  # the schemas made so far, by what they offer
+    trimmed = ASKED_ONLY and any(t.optional_when_named for t in offered)
+
     def schema_without(excluded: frozenset[str], answer: bool = True, given: str | None = None) -> dict[str, Any]:
         kept = [t for t in offered if t.name not in excluded]
-        if given is not None and ASKED_ONLY:
+        if given is not None and trimmed:
             words = result_words(given)
             kept = [_asked_only(t, words, given) for t in kept]
+        key = (answer, *((t.name, tuple(t.parameters.get("properties") or ())) for t in kept))
+        if key not in built:
+            built[key] = _schema_of(kept, answer)
+        return built[key]
+
+    def _schema_of(kept: list[Tool], answer: bool) -> dict[str, Any]:
         full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
         if not flat:
             return full if answer or not kept else without_answer(full)
@@ -263,8 +272,8 @@ class _Run:
     # instead of answering from the result they had.
     must_answer: bool = False
     answer_forced: bool = False  # the last request allowed an answer only
-    # Once a run, an answer given while a tool not yet called takes a value the last result gives is
-    # questioned, and the next constrained step offers that tool or the answer (see _unchained).
+    # An answer given while another tool takes a value the last result gives is questioned, and the
+    # next constrained step calls that tool (see _unchained); ``only`` holds the tools it may call.
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     only: frozenset[str] | None = None
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
@@ -610,7 +619,7 @@ class _Run:
     def _unchained(self, shown: str) -> bool:
         """Question an answer given right after a result that another tool takes as its argument
         (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``):
-        the next constrained step offers that tool or the answer again. Each tool is named once a
+        the next constrained step calls one of those tools (``CHAIN_STEP``). Each tool is named once a
         run; not one already called with a value of this result, nor one that acts
         (``needs_approval``); only after a single call's result that holds a number (a value, not
         "no such employee"); never when the step had to answer or there is no step left to act on
