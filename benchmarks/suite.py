@@ -26,6 +26,7 @@ from shapeloop import AgentRun, Brain, Tool, prompts, run_agent, workspace_tools
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
+    CallRefused,
     Event,
     ReplyReceived,
     ReplyUnreadable,
@@ -138,6 +139,9 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
         "made_up_ids": sum("an id cannot be guessed" in r.text for r in results),
         "path_hints": sum(r.text.startswith("ERROR:") and ("did you mean" in r.text or "workspace has:" in r.text)
                           for r in results),
+        "made_up_values": sum(isinstance(e, CallRefused) for e in run.events),
+        # the model's first proposed call, run or refused (first_ok judges the call that ran)
+        "first_proposed": next((str(e.call) for e in run.events if isinstance(e, (ToolCalled, CallRefused))), None),
         "error_echoes": sum(isinstance(e, AnswerRejected) and "failed call's error" in e.objection
                             for e in run.events),
         "final_mode": run.mode.value,

@@ -72,7 +72,7 @@ def test_a_batch_is_read_from_prose() -> None:
 def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
     step = calls(("lookup", {"key": "size"}), ("add", {"a": 2, "b": 3}), ("lookup", {"key": "colour"}))
     brain = ScriptedBrain([step, answer_step("large, 5, red")])
-    run = run_agent(brain, [lookup, add], "Three things.", batch=True)
+    run = run_agent(brain, [lookup, add], "Three things: the size, 2 plus 3, the colour.", batch=True)
     assert run.ok and run.steps == 2
     assert [str(e.call) for e in run.events if isinstance(e, ToolCalled)] == [
         'lookup({"key": "size"})', 'add({"a": 2, "b": 3})', 'lookup({"key": "colour"})'

@@ -33,6 +33,7 @@ from shapeloop.errors import (
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
+    CallRefused,
     ConsoleSink,
     Event,
     JsonlSink,
@@ -70,6 +71,7 @@ __all__ = [
     "BaseBrain",
     "Batch",
     "Brain",
+    "CallRefused",
     "Capabilities",
     "CatalogueError",
     "ChecksumMismatch",

@@ -99,6 +99,15 @@ class ToolCalled(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CallRefused(Event):
+    """A call was refused before it ran: it held a value nothing the model was given writes."""
+
+    kind: ClassVar[str] = "call_refused"
+    call: ToolCall
+    objection: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolReturned(Event):
     """A tool call's outcome, as the model will see it.
 
@@ -206,6 +215,8 @@ class ConsoleSink:
             return self._row("thought", event.text, "36")
         if isinstance(event, ToolCalled):
             return self._row("call", str(event.call), "33")
+        if isinstance(event, CallRefused):
+            return self._row("refused", f"{event.call}: {event.objection}", "31")
         if isinstance(event, ToolReturned):
             size = f"{event.chars} chars" + (", cut" if event.truncated else "")
             repeat = f" (repeat {event.repeats})" if event.repeats else ""

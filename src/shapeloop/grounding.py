@@ -162,3 +162,23 @@ def _asked(name: str, schema: Any, words: frozenset[str], text: str) -> bool:
         return True
     values = schema.get("enum", []) if isinstance(schema, Mapping) else []
     return any(holds_value(text, value) for value in values if isinstance(value, (str, int, float)))
+
+
+def named_required(parameters: Mapping[str, Any], text: str) -> Mapping[str, Any]:
+    """``parameters`` with every optional top-level argument required whose enum holds a value,
+    other than its default, that ``text`` writes as a whole word. The same object when none is.
+
+    Offered ``hash_text(text, algorithm="sha256")`` for "what's the crc32 checksum of 'shapeloop'?",
+    qwen2.5-coder-0.5b left ``algorithm`` out: an optional argument is one a small model may skip.
+    Required, it is written, and the enum holds the value the task names.
+    """
+    properties = parameters.get("properties")
+    required = parameters.get("required") or []
+    if not isinstance(properties, Mapping) or not isinstance(required, list):
+        return parameters
+    named = [
+        name for name, schema in properties.items()
+        if name not in required and isinstance(schema, Mapping) and isinstance(schema.get("enum"), list)
+        and any(holds_value(text, value) for value in schema["enum"] if value != schema.get("default"))
+    ]  # fmt: skip
+    return {**parameters, "required": [*required, *named]} if named else parameters

@@ -29,6 +29,7 @@ from shapeloop.errors import BackendError, SchemaRefused, TimedOut
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
+    CallRefused,
     Event,
     ModeChanged,
     RepeatNoticed,
@@ -43,7 +44,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import asked_only, holds_value, result_words, taken_from
+from shapeloop.grounding import asked_only, holds_value, named_required, result_words, taken_from
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -51,6 +52,7 @@ from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_sche
 from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
+from shapeloop.values import made_up_values
 
 # The chain check (see _Run._unchained): whether an answer is questioned when another tool takes a
 # value the last result gives, and what the next constrained step then offers: "call" those tools
@@ -61,6 +63,12 @@ CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 # Whether the constrained step's schema leaves out the optional arguments of a tool built with
 # ``optional_when_named`` that neither the task nor a result names (see grounding.asked_only).
 ASKED_ONLY = True
+# Whether the constrained step requires an optional argument whose enum value (not its default) the
+# task or a result names (see grounding.named_required).
+NAMED_REQUIRED = True
+# Whether a call is refused before it runs when a number, date or time in its required arguments is
+# written nowhere in the task or the results (``ground_values``; see shapeloop.values).
+VALUE_CHECK = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -113,6 +121,7 @@ def run_agent(
     batch: bool = False,
     tool_timeout: float | None = 60.0,
     ground_ids: bool = True,
+    ground_values: bool = True,
 ) -> AgentRun[OutputT]:
     """Run a task to an answer or to a stop with a reason.
 
@@ -165,6 +174,13 @@ def run_agent(
         ground_ids: refuse to run a call whose id argument (``id``, ``user_id``, ``trackId``, ...)
             holds a value that appears nowhere in the conversation: an id the model made up
             (:mod:`shapeloop.grounding`). The model is told to find it first.
+        ground_values: refuse a call, before it runs, whose required arguments hold a number, date
+            or time written nowhere in the conversation, in any common form ("March 3rd 2024" for
+            ``2024-03-03``, "2:30 pm" for ``14:30``): a value the model made up, most often for a
+            tool that does not fit the task (:mod:`shapeloop.values`). The step is refused
+            (:class:`~shapeloop.events.CallRefused`, no :class:`~shapeloop.events.ToolCalled`), the
+            tool is kept out of the next constrained step, and the model is told to use given values
+            or answer.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
@@ -196,7 +212,10 @@ def run_agent(
         if given is not None and trimmed:
             words = result_words(given)
             kept = [_asked_only(t, words, given) for t in kept]
-        key = (answer, *((t.name, tuple(t.parameters.get("properties") or ())) for t in kept))
+        if given is not None and NAMED_REQUIRED:
+            kept = [_named_required(t, given) for t in kept]
+        key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
+                         for t in kept))  # fmt: skip
         if key not in built:
             built[key] = _schema_of(kept, answer)
         return built[key]
@@ -229,6 +248,7 @@ def run_agent(
         batch=batch,
         example_shown=bool(offered),
         instructions=system or "",
+        ground_values=ground_values and VALUE_CHECK,
     )
     prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
     earlier = [m for m in history or () if m["role"] != "system"]
@@ -279,7 +299,9 @@ class _Run:
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
     opened: int = 0  # the messages before the first step: what the loop said after them is feedback
-    id_blocked: frozenset[str] = frozenset()  # tools refused for a made-up id since the last call that ran
+    # tools refused for a made-up id or value since the last call that ran
+    blocked: frozenset[str] = frozenset()
+    ground_values: bool = True  # refuse calls with made-up numbers, dates and times
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
@@ -372,7 +394,7 @@ class _Run:
         elif step.action == "answer":
             self._on_answer(step.answer, reply.text)
         else:
-            self._on_tool(step)
+            self._on_tool(step, reply.text)
 
     def _ask(self) -> Reply | None:
         try:
@@ -448,7 +470,7 @@ class _Run:
             self._run_calls(list(reply.tool_calls))
             return
         for step in steps:
-            self._on_tool(step)
+            self._on_tool(step, step.to_json())
             if self.outcome is not None:
                 return
 
@@ -456,8 +478,10 @@ class _Run:
         self.mode = mode
         self._emit(ModeChanged(step=self.step, mode=mode, reason=reason))
 
-    def _on_tool(self, step: Step) -> None:
+    def _on_tool(self, step: Step, raw: str) -> None:
         call = ToolCall(tool=step.tool, args=step.args)
+        if self._refused([call], raw):
+            return
         self._emit(ToolCalled(step=self.step, call=call))
         result = self.toolbox.run(call, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += 1
@@ -480,8 +504,32 @@ class _Run:
         # the id has to come from another tool first: a tool refused for a made-up id is kept out
         # until a call runs (refused one after another, each kept out: qwen2.5-coder-0.5b went
         # back and forth between two such tools and never called the one that finds the id)
-        self.id_blocked = self.id_blocked | {call.tool} if result.made_up else frozenset()
-        self.excluded |= self.id_blocked
+        self.blocked = self.blocked | {call.tool} if result.made_up else frozenset()
+        self.excluded |= self.blocked
+
+    def _refused(self, calls: list[ToolCall], raw: str) -> bool:
+        """Refuse a step whose calls hold a number, date or time that nothing the model was given
+        writes (``ground_values``): none of its calls runs, their tools are kept out of the next
+        constrained step, and the model is told to use what it was given, or to answer."""
+        if not self.ground_values:
+            return False
+        given = self._given()
+        made_up = [
+            (call, values)
+            for call in calls
+            if (tool := self.toolbox.tools.get(call.tool)) is not None
+            and (values := made_up_values(tool.parameters, call.args, given))
+        ]
+        if not made_up:
+            return False
+        for call, values in made_up:
+            shown = ", ".join(f"{path} {json.dumps(value, ensure_ascii=False)}" for path, value in values)
+            objection = f"written nowhere in the task or the results: {shown}"
+            self._emit(CallRefused(step=self.step, call=call, objection=objection))
+        self.blocked |= {call.tool for call, _ in made_up}
+        self.excluded |= self.blocked
+        self._barren(raw, prompts.made_up_values_feedback([(c.tool, v) for c, v in made_up]), "made-up-value")
+        return True
 
     def _waiting(self, call: ToolCall) -> str | None:
         """The tool whose failed call this call's result may unblock: not this tool itself, and not
@@ -501,6 +549,8 @@ class _Run:
 
     def _run_calls(self, calls: list[ToolCall]) -> None:
         """Run the calls of one step as a batch, and put every result back in one turn."""
+        if self._refused(calls, "\n".join(map(str, calls))):
+            return
         for call in calls:
             self._emit(ToolCalled(step=self.step, call=call))
         results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._given())
@@ -726,6 +776,13 @@ def _asked_only(tool: Tool, words: frozenset[str], given: str) -> Tool:
     if not tool.optional_when_named:
         return tool
     parameters = asked_only(tool.parameters, words, given)
+    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
+
+
+def _named_required(tool: Tool, given: str) -> Tool:
+    """The tool as the constrained step offers it: an optional argument whose enum value the task or a
+    result names is required."""
+    parameters = named_required(tool.parameters, given)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 

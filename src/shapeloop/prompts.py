@@ -252,6 +252,21 @@ def empty_answer_feedback() -> str:
     return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
 
 
+def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
+    """After a step whose calls hold numbers, dates or times that nothing the model was given writes.
+    The values are not quoted (small models copy what the loop says); their parameters are named."""
+    said = []
+    for tool, values in refused:
+        named = ", ".join(dict.fromkeys(path for path, _ in values))
+        said.append(f"the {named} of your call to {tool}")
+    tools = " or ".join(dict.fromkeys(tool for tool, _ in refused))
+    return (
+        f"Not run: {'; '.join(said)} is written nowhere in the task or in a result, and a value cannot be "
+        f"made up. Call a tool only with values the task or a result gives. If the task does not give what "
+        f"{tools} needs, that tool does not fit the task: answer it yourself, and say what you cannot do."
+    )
+
+
 def error_answer_feedback() -> str:
     """After an answer that repeats a failed call's error as if it were the answer."""
     return (
