@@ -519,7 +519,7 @@ def test_an_answer_right_after_a_result_that_an_uncalled_tool_takes_is_questione
     rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
     assert rejected == ["not yet called, and taking a value the last result gives: get_leave_balance (employee_id)"]
     feedback = brain.asked[2].messages[-1]["content"]
-    assert "get_leave_balance takes employee_id" in feedback and "Call get_leave_balance now" in feedback
+    assert "Do not answer yet. Call get_leave_balance with the employee_id from the last result now" in feedback
     # the step after the question calls that tool, nothing else; then everything is offered again
     assert [_variant_tools(a.schema) for a in brain.asked] == [
         {"find_employee", "get_leave_balance", "get_weather"},

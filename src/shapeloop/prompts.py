@@ -297,10 +297,9 @@ def chain_feedback(takers: Sequence[tuple[str, str]], *, must_call: bool = False
     named = "; ".join(f"{tool} takes {parameter}" for tool, parameter in takers)
     tools = " or ".join(tool for tool, _ in takers)
     if must_call:
-        return (
-            f"Before you answer: the last result gives a value that {named}. Call {tools} now with that "
-            "value; then answer the task from what it returns."
-        )
+        # imperatives only: qwen2.5-coder-0.5b gave a statement of this feedback back as its answer
+        calls = " or ".join(f"{tool} with the {parameter} from the last result" for tool, parameter in takers)
+        return f"Do not answer yet. Call {calls} now, then answer the task from what it returns."
     return (
         f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
         f"If the task asks for what {tools} returns, call it now with that value; if the last result "

@@ -56,7 +56,7 @@ _WRITTEN_DATES = (
 )
 _WRITTEN_TIMES = (
     re.compile(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?", re.IGNORECASE),
-    re.compile(r"(?<![\d:])(\d{1,2})[:.h](\d{2})(?![\d:])"),
+    re.compile(r"(?<![\d:])(\d{1,2})[:.h](\d{2})(?![\d:])(?!\s*[ap]\.?m\b)", re.IGNORECASE),
 )
 
 

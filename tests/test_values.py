@@ -1,0 +1,213 @@
+"""A call whose number, date or time nothing the model was given writes is refused before it runs;
+an optional argument whose enum value the task names is required."""
+
+from typing import Any, Literal
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import CallRefused, ScriptedBrain, StopReason, ToolCalled, run_agent, tool
+from shapeloop.grounding import named_required
+from shapeloop.values import made_up_values
+
+ran: list[tuple[str, str]] = []
+
+
+@tool
+def days_between(start_date: str, end_date: str, inclusive: bool = False) -> str:
+    """Days from one date to another.
+
+    Args:
+        start_date: first date, YYYY-MM-DD.
+        end_date: second date, YYYY-MM-DD.
+        inclusive: count both ends.
+    """
+    ran.append((start_date, end_date))
+    return f"{start_date} to {end_date}: some days"
+
+
+@tool
+def bpm_to_ms(bpm: float) -> str:
+    """Milliseconds per beat at a tempo.
+
+    Args:
+        bpm: beats per minute.
+    """
+    return f"{60000 / bpm:.0f} ms"
+
+
+DATES = {"properties": {"start": {"type": "string"}, "end": {"type": "string"}}, "required": ["start", "end"]}
+NUMBER = {"properties": {"n": {"type": "number"}}, "required": ["n"]}
+
+
+def _variant_tools(schema: object) -> set[str]:
+    assert isinstance(schema, dict)
+    return {v["properties"]["tool"]["const"] for v in schema.get("anyOf", [schema])} - {""}
+
+
+@pytest.mark.parametrize(
+    ("seen", "value"),
+    [
+        ("between March 3rd 2024 and July 14th 2024", "2024-03-03"),
+        ("from 3 March 2024", "2024-03-03"),
+        ("on the 3rd of March, 2024", "2024-03-03"),
+        ("starting 2024-03-03", "2024-03-03"),
+        ("due 03/03/2024", "2024-03-03"),
+        ("due 3.3.24", "2024-03-03"),
+        ("on Mar. 3", "2024-03-03"),  # no year written: the model may pick one
+        ("meet at 2:30 pm", "14:30"),
+        ("meet at 9am", "09:00"),
+        ("at 14h30", "14:30"),
+        ("at noon", "12:00"),
+        ("on April 8th 2025 at 2:30 pm", "2025-04-08T14:30:00"),
+    ],
+)
+def test_a_date_or_time_written_in_another_common_form_is_given(seen: str, value: str) -> None:
+    schema = {"properties": {"when": {"type": "string"}}, "required": ["when"]}
+    assert made_up_values(schema, {"when": value}, seen) == []
+
+
+@pytest.mark.parametrize(
+    ("seen", "value"),
+    [
+        ("Set an alarm for 7am tomorrow.", "2023-04-15"),
+        ("between March 3rd 2024 and July 14th 2024", "2024-03-04"),
+        ("in March 2025", "2024-03-03"),  # the day and the year are the model's own
+        ("meet at 2:30 pm", "02:30"),
+        ("on April 8th 2025 at 2:30 pm", "2025-04-08T15:30:00"),
+    ],
+)
+def test_a_date_or_time_nothing_writes_is_made_up(seen: str, value: str) -> None:
+    schema = {"properties": {"when": {"type": "string"}}, "required": ["when"]}
+    assert made_up_values(schema, {"when": value}, seen) == [("when", value)]
+
+
+@pytest.mark.parametrize(
+    ("seen", "value", "made_up"),
+    [
+        ("Convert 5 km to miles.", 5, False),
+        ("$2,500 at 4.5% a year", 2500, False),
+        ("$2,500 at 4.5% a year", 0.045, False),  # a rate as a fraction
+        ("solve x**2 - 4x - 6 = 0", -4, False),  # the sign is written apart
+        ("solve x**2 - 4x - 6 = 0", 1, False),  # the coefficient nobody writes
+        ("squats 5x5 at 100kg", 100, False),
+        ("scale it by three", 3, False),
+        ("Play some jazz.", 120, True),
+        ("Play some jazz from 1959.", 195, True),  # a whole number, not a piece of one
+        ("Order pizza for two.", 2.5, True),
+    ],
+)
+def test_a_number_must_be_written(seen: str, value: float, made_up: bool) -> None:
+    assert (made_up_values(NUMBER, {"n": value}, seen) == [("n", value)]) is made_up
+
+
+def test_only_required_arguments_numbers_and_dates_are_questioned() -> None:
+    schema = {
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": [1, 2]},
+            "guests": {"type": "integer", "default": 2},
+            "order_id": {"type": "integer"},
+            "nights": {"type": "integer"},
+            "stay": {"type": "object", "properties": {"check_in": {"type": "string"}, "rooms": {"type": "integer"}}},
+        },
+        "required": ["city", "unit", "guests", "order_id", "stay"],
+    }
+    args: dict[str, Any] = {"city": "Rome", "unit": 2, "guests": 2, "order_id": 99123, "nights": 7,
+                            "stay": {"check_in": "2023-09-15", "rooms": 3}}  # fmt: skip
+    # text, an enum, the default, an id (its own check) and an optional argument pass; nested values do not
+    assert made_up_values(schema, args, "Book a table in Rome.") == [("stay.check_in", "2023-09-15"), ("stay.rooms", 3)]
+
+
+def test_a_value_from_an_earlier_result_is_given() -> None:
+    schema = {"properties": {"lat": {"type": "number"}}, "required": ["lat"]}
+    assert made_up_values(schema, {"lat": 41.1579}, "Porto\nPorto, Portugal: latitude 41.1579") == []
+    assert made_up_values(schema, {"lat": 38.77}, "What time is it in Porto?") == [("lat", 38.77)]
+
+
+def test_odd_schemas_and_arguments_do_not_raise() -> None:
+    assert made_up_values({}, {"n": 3}, "") == []
+    assert made_up_values({"required": "n", "properties": {}}, {"n": 3}, "") == []
+    odd = {"required": ["n"], "properties": {"n": "?"}}
+    assert made_up_values(odd, {"n": [[3, True], None]}, "") == [("n[0][0]", 3)]
+    assert made_up_values(NUMBER, {}, "") == []
+
+
+def test_a_call_with_made_up_dates_is_refused_before_it_runs_and_the_model_may_answer() -> None:
+    ran.clear()
+    brain = ScriptedBrain([
+        tool_step("days_between", start_date="2023-04-15", end_date="2023-04-16"),
+        answer_step("I cannot set alarms: there is no tool for that."),
+    ])  # fmt: skip
+    run = run_agent(brain, [days_between, bpm_to_ms], "Set an alarm for 7am tomorrow.")
+    assert run.stop is StopReason.ANSWERED and ran == []
+    assert not [e for e in run.events if isinstance(e, ToolCalled)]
+    refused = [e for e in run.events if isinstance(e, CallRefused)]
+    assert [(e.call.tool, e.objection) for e in refused] == [
+        ("days_between", 'written nowhere in the task or the results: start_date "2023-04-15", end_date "2023-04-16"')
+    ]
+    feedback = run.transcript.messages[3]["content"]
+    assert "start_date, end_date of your call to days_between" in feedback and "2023" not in feedback
+    # the refused tool is kept out of the next constrained step
+    assert [_variant_tools(a.schema) for a in brain.asked] == [{"days_between", "bpm_to_ms"}, {"bpm_to_ms"}]
+
+
+def test_a_refused_tool_comes_back_once_a_call_runs_and_given_values_run() -> None:
+    ran.clear()
+    brain = ScriptedBrain([
+        tool_step("days_between", start_date="2024-01-01", end_date="2024-07-14"),  # the start is made up
+        tool_step("bpm_to_ms", bpm=120),
+        tool_step("days_between", start_date="2024-03-03", end_date="2024-07-14"),
+        answer_step("133 days"),
+    ])  # fmt: skip
+    run = run_agent(brain, [days_between, bpm_to_ms], "Days from March 3rd 2024 to July 14th 2024? Also 120 bpm.")
+    assert run.ok and ran == [("2024-03-03", "2024-07-14")]
+    assert [_variant_tools(a.schema) for a in brain.asked][1:3] == [{"bpm_to_ms"}, {"days_between", "bpm_to_ms"}]
+
+
+def test_the_same_refused_call_again_and_again_stops_as_barren() -> None:
+    step = tool_step("bpm_to_ms", bpm=120)
+    run = run_agent(ScriptedBrain([step] * 5), [bpm_to_ms], "Play some jazz.", mode="prose")
+    assert run.stop is StopReason.BARREN and "made-up-value reply 3 times" in run.reason
+
+
+def test_ground_values_off_runs_the_call() -> None:
+    ran.clear()
+    brain = ScriptedBrain([tool_step("days_between", start_date="2023-04-15", end_date="2023-04-16"), answer_step("1")])
+    run = run_agent(brain, [days_between], "Set an alarm.", ground_values=False)
+    assert run.ok and ran == [("2023-04-15", "2023-04-16")]
+
+
+def test_a_batch_with_a_made_up_value_runs_none_of_its_calls() -> None:
+    ran.clear()
+    brain = ScriptedBrain([
+        '{"reason": "both", "action": "calls", "calls": ['
+        '{"tool": "days_between", "args": {"start_date": "2024-03-03", "end_date": "2024-07-14"}},'
+        '{"tool": "bpm_to_ms", "args": {"bpm": 90}}]}',
+        answer_step("cannot"),
+    ])  # fmt: skip
+    run = run_agent(brain, [days_between, bpm_to_ms], "Days from 2024-03-03 to 2024-07-14?", batch=True)
+    assert run.ok and ran == []
+    assert [e.call.tool for e in run.events if isinstance(e, CallRefused)] == ["bpm_to_ms"]
+
+
+def test_an_optional_enum_argument_the_task_names_is_required() -> None:
+    @tool
+    def hash_text(text: str, algorithm: Literal["md5", "sha256", "crc32"] = "sha256") -> str:
+        """Hash a text.
+
+        Args:
+            text: the text.
+            algorithm: the hash.
+        """
+        return f"{algorithm}({text})"
+
+    brain = ScriptedBrain([tool_step("hash_text", text="a", algorithm="crc32"), answer_step("done")])
+    run_agent(brain, [hash_text], "What's the crc32 checksum of 'a'?")
+    first = brain.asked[0].schema
+    assert first is not None
+    args = next(v for v in first["anyOf"] if v["properties"]["tool"]["const"] == "hash_text")["properties"]["args"]
+    assert args["required"] == ["text", "algorithm"]
+    # its default, or no value named, leaves it optional
+    assert named_required(hash_text.parameters, "the sha256 of 'a'") is hash_text.parameters
+    assert named_required(hash_text.parameters, "hash 'a'") is hash_text.parameters
