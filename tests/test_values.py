@@ -60,6 +60,12 @@ def _variant_tools(schema: object) -> set[str]:
         ("at 14h30", "14:30"),
         ("at noon", "12:00"),
         ("on April 8th 2025 at 2:30 pm", "2025-04-08T14:30:00"),
+        ('{"start": "2024-05-02T15:00:00Z"}', "2024-05-02T15:00:00Z"),  # copied from a result, seconds and all
+        ("at 7.30pm", "19:30"),
+        ("2024/05/02", "2024-05-02"),
+        ("from May 2-5, 2024", "2024-05-05"),  # a range: both its ends
+        ("2–5 May 2024", "2024-05-02"),
+        ("Today is 2024-05-02. Book it for tomorrow.", "2024-05-03"),  # near a written date, said relative
     ],
 )
 def test_a_date_or_time_written_in_another_common_form_is_given(seen: str, value: str) -> None:
@@ -95,6 +101,12 @@ def test_a_date_or_time_nothing_writes_is_made_up(seen: str, value: str) -> None
         ("Play some jazz.", 120, True),
         ("Play some jazz from 1959.", 195, True),  # a whole number, not a piece of one
         ("Order pizza for two.", 2.5, True),
+        ("Wait 5 minutes.", 300, False),  # worked out by a unit the task names
+        ("Average of 100,200,300", 200, False),  # a list as much as one number
+        ("a budget of 1.5 million", 1_500_000, False),
+        ("launched at 20 m/s", 20, False),  # not 20 million
+        ("twenty-five people", 25, False),
+        ("Play it loud.", 10**400, True),  # too long for a float: no crash, made up
     ],
 )
 def test_a_number_must_be_written(seen: str, value: float, made_up: bool) -> None:
@@ -117,6 +129,34 @@ def test_only_required_arguments_numbers_and_dates_are_questioned() -> None:
                             "stay": {"check_in": "2023-09-15", "rooms": 3}}  # fmt: skip
     # text, an enum, the default, an id (its own check) and an optional argument pass; nested values do not
     assert made_up_values(schema, args, "Book a table in Rome.") == [("stay.check_in", "2023-09-15"), ("stay.rooms", 3)]
+
+
+def test_an_enum_or_default_behind_a_ref_or_an_any_of_is_not_questioned() -> None:
+    schema = {
+        "$defs": {
+            "Speed": {"enum": [33, 45]},
+            "Options": {"properties": {"volume": {"type": "integer", "default": 11}}},
+        },
+        "properties": {
+            "speed": {"$ref": "#/$defs/Speed"},
+            "rpm": {"anyOf": [{"enum": [33, 45]}, {"type": "null"}]},
+            "opts": {"$ref": "#/$defs/Options"},
+        },
+        "required": ["speed", "rpm", "opts"],
+    }
+    assert made_up_values(schema, {"speed": 45, "rpm": 45, "opts": {"volume": 11}}, "Play the record.") == []
+    assert made_up_values(schema, {"speed": 45, "rpm": 45, "opts": {"volume": 12}}, "Play it.") == [("opts.volume", 12)]
+
+
+def test_a_value_from_an_earlier_answer_in_the_conversation_is_given() -> None:
+    ran.clear()
+    history = [
+        {"role": "user", "content": "How many days in the offer?"},
+        {"role": "assistant", "content": "About 25."},
+    ]
+    brain = ScriptedBrain([tool_step("bpm_to_ms", bpm=25), answer_step("2400 ms")])
+    run = run_agent(brain, [bpm_to_ms], "Use that as the tempo.", history=history)  # type: ignore[arg-type]
+    assert run.ok and not [e for e in run.events if isinstance(e, CallRefused)]
 
 
 def test_a_value_from_an_earlier_result_is_given() -> None:
@@ -147,7 +187,10 @@ def test_a_call_with_made_up_dates_is_refused_before_it_runs_and_the_model_may_a
         ("days_between", 'written nowhere in the task or the results: start_date "2023-04-15", end_date "2023-04-16"')
     ]
     feedback = run.transcript.messages[3]["content"]
-    assert "start_date, end_date of your call to days_between" in feedback and "2023" not in feedback
+    assert (
+        "Not run: the start_date and end_date given to days_between are written nowhere" in feedback
+        and "2023" not in feedback
+    )
     # the refused tool is kept out of the next constrained step
     assert [_variant_tools(a.schema) for a in brain.asked] == [{"days_between", "bpm_to_ms"}, {"bpm_to_ms"}]
 

@@ -230,6 +230,7 @@ def run_agent(
         )
 
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
+    earlier = [m for m in history or () if m["role"] != "system"]
     run = _Run(
         brain=brain,
         toolbox=toolbox,
@@ -249,9 +250,9 @@ def run_agent(
         example_shown=bool(offered),
         instructions=system or "",
         ground_values=ground_values and VALUE_CHECK,
+        answered_before="\n".join(m["content"] for m in earlier if m["role"] == "assistant"),
     )
     prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
-    earlier = [m for m in history or () if m["role"] != "system"]
     opening = [Message(role="system", content=prompt)]
     opening += earlier
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
@@ -302,6 +303,7 @@ class _Run:
     # tools refused for a made-up id or value since the last call that ran
     blocked: frozenset[str] = frozenset()
     ground_values: bool = True  # refuse calls with made-up numbers, dates and times
+    answered_before: str = ""  # the earlier conversation's assistant turns: a value may come from them
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
@@ -513,7 +515,7 @@ class _Run:
         constrained step, and the model is told to use what it was given, or to answer."""
         if not self.ground_values:
             return False
-        given = self._given()
+        given = self._given() + "\n" + self.answered_before
         made_up = [
             (call, values)
             for call in calls

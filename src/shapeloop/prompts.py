@@ -257,11 +257,13 @@ def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any
     The values are not quoted (small models copy what the loop says); their parameters are named."""
     said = []
     for tool, values in refused:
-        named = ", ".join(dict.fromkeys(path for path, _ in values))
-        said.append(f"the {named} of your call to {tool}")
+        named = list(dict.fromkeys(path for path, _ in values))
+        listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+        said.append(f"the {listed} given to {tool}")
+    verb = "are" if len(said) > 1 or " and " in said[0] else "is"
     tools = " or ".join(dict.fromkeys(tool for tool, _ in refused))
     return (
-        f"Not run: {'; '.join(said)} is written nowhere in the task or in a result, and a value cannot be "
+        f"Not run: {'; '.join(said)} {verb} written nowhere in the task or in a result, and a value cannot be "
         f"made up. Call a tool only with values the task or a result gives. If the task does not give what "
         f"{tools} needs, that tool does not fit the task: answer it yourself, and say what you cannot do."
     )

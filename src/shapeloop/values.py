@@ -17,6 +17,8 @@ never an enum or const value, the parameter's default, or an id (ids have their 
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -24,7 +26,15 @@ from typing import Any
 
 from shapeloop.grounding import is_id_name
 
-_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|(?<=[a-zA-Z])\d+(?:\.\d+)?")
+_NUMBER = re.compile(
+    r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(k|m|bn|thousand|million|billion)\b)?"
+    r"|(?<=[a-zA-Z])\d+(?:\.\d+)?",
+    re.IGNORECASE,
+)
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
+# a value worked out from a written one by a unit the task names: minutes and seconds, hours, days
+# and weeks, thousands (ms, grams), percent
+_FACTORS = (1, 100, 60, 3600, 24, 7, 1000)
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
@@ -32,6 +42,7 @@ _NUMBER_WORDS = {
     "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
     "dozen": 12, "twice": 2, "double": 2, "triple": 3, "thrice": 3, "quadruple": 4, "half": 0.5,
 }  # fmt: skip
+_WORDS = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")(?:-(one|two|three|four|five|six|seven|eight|nine))?\b")
 _MONTHS = {
     name: number
     for number, names in enumerate(
@@ -43,20 +54,27 @@ _MONTHS = {
     for name in names
 }  # fmt: skip
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?(?:\s*[-–]\s*(\d{1,2})(?:st|nd|rd|th)?)?"
 _YEAR = r"(?:,?\s+(\d{4}))?"
 _ISO_VALUE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
 _TIME_VALUE = re.compile(r"(\d{1,2}):(\d{2})(?::\d{2})?")
 # dates as people write them: 2024-03-03, 3/3/2024, 3.3.2024, March 3rd 2024, 3 March 2024, 3rd of March
 _WRITTEN_DATES = (
-    (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"), "ymd"),
+    (re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)"), "ymd"),
     (re.compile(r"(?<![\d/.])(\d{1,2})[/.](\d{1,2})[/.](\d{4}|\d{2})(?![\d/.])"), "dmy"),
     (re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}", re.IGNORECASE), "mdy"),
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b{_YEAR}", re.IGNORECASE), "dmy-named"),
 )
 _WRITTEN_TIMES = (
-    re.compile(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?", re.IGNORECASE),
-    re.compile(r"(?<![\d:])(\d{1,2})[:.h](\d{2})(?![\d:])(?!\s*[ap]\.?m\b)", re.IGNORECASE),
+    re.compile(r"(?<![\d:.])(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?", re.IGNORECASE),
+    re.compile(r"(?<![\d:])(\d{1,2})[:.h](\d{2})(?::\d{2}(?:\.\d+)?)?(?![\d:])(?!\s*[ap]\.?m\b)", re.IGNORECASE),
+)
+# words that make a date relative to one written ("tomorrow", "next Friday"): a date within two
+# weeks of a written date passes
+_RELATIVE = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|next|last|this|week|weekend|monday|tuesday|wednesday|thursday"
+    r"|friday|saturday|sunday)\b",
+    re.IGNORECASE,
 )
 
 
@@ -74,33 +92,52 @@ def made_up_values(parameters: Mapping[str, Any], args: Mapping[str, Any], seen:
     properties = parameters.get("properties") or {}
     if not isinstance(required, list) or not isinstance(properties, Mapping):
         return []
+    defs = {**(parameters.get("definitions") or {}), **(parameters.get("$defs") or {})}
+    questioned = [
+        found
+        for name in required
+        if isinstance(name, str) and name in args
+        for found in _questioned(name, _schema(properties.get(name), defs), args[name], defs)
+    ]
+    if not questioned:
+        return []
     written = _Written(seen)
-    made_up = []
-    for name in required:
-        if name not in args:
-            continue
-        schema = properties.get(name)
-        for path, value in _questioned(str(name), schema if isinstance(schema, Mapping) else {}, args[name]):
-            if not written.holds(value):
-                made_up.append((path, value))
-    return made_up
+    return [(path, value) for path, value in questioned if not written.holds(value)]
 
 
-def _questioned(path: str, schema: Mapping[str, Any], value: Any) -> Iterator[tuple[str, Any]]:
+def _schema(schema: Any, defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A property's schema, its local ``$ref`` followed (pydantic puts enums and models in ``$defs``)."""
+    if not isinstance(schema, Mapping):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        return {**target, **{k: v for k, v in schema.items() if k != "$ref"}} if isinstance(target, Mapping) else {}
+    return schema
+
+
+def _fixed(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> bool:
+    """Whether the schema itself gives the value: an enum or const (in any ``anyOf``/``oneOf``
+    branch) or the default."""
+    if "enum" in schema or "const" in schema or ("default" in schema and value == schema["default"]):
+        return True
+    branches = [_schema(b, defs) for key in ("anyOf", "oneOf") for b in schema.get(key) or ()]
+    return any("enum" in b or "const" in b for b in branches)
+
+
+def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """The numbers and date or time strings in ``value`` that are the model's own choice."""
-    if "enum" in schema or "const" in schema or is_id_name(path.rsplit(".", 1)[-1].split("[", 1)[0]):
-        return
-    if "default" in schema and value == schema["default"]:
+    if _fixed(schema, value, defs) or is_id_name(path.rsplit(".", 1)[-1].split("[", 1)[0]):
         return
     if isinstance(value, Mapping):
         properties = schema.get("properties") or {}
         for key, item in value.items():
             sub = properties.get(key) if isinstance(properties, Mapping) else None
-            yield from _questioned(f"{path}.{key}", sub if isinstance(sub, Mapping) else {}, item)
+            yield from _questioned(f"{path}.{key}", _schema(sub, defs), item, defs)
     elif isinstance(value, list):
-        items = schema.get("items")
+        items = _schema(schema.get("items"), defs)
         for index, item in enumerate(value):
-            yield from _questioned(f"{path}[{index}]", items if isinstance(items, Mapping) else {}, item)
+            yield from _questioned(f"{path}[{index}]", items, item, defs)
     elif _is_number(value) or (isinstance(value, str) and _is_date_or_time(value.strip())):
         yield path, value
 
@@ -113,38 +150,80 @@ def _is_date_or_time(text: str) -> bool:
     return bool(_ISO_VALUE.fullmatch(text) or _TIME_VALUE.fullmatch(text))
 
 
+def _key(number: float) -> float:
+    return round(number, 9)
+
+
 class _Written:
     """The numbers, dates and times a text writes, read once."""
 
     def __init__(self, text: str) -> None:
-        folded = text.casefold()
-        self.numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(text)]
-        self.numbers += [v for word, v in _NUMBER_WORDS.items() if re.search(rf"\b{word}\b", folded)]
+        numbers = set(_numbers(text))
+        self.numbers = {
+            _key(candidate)
+            for number in numbers
+            for factor in _FACTORS
+            for candidate in (number * factor, -number * factor, number / factor, -number / factor)
+            if math.isfinite(candidate)
+        }
         self.dates = set(_dates(text))
+        self.relative = _RELATIVE.search(text) is not None
         self.times = set(_times(text))
 
     def holds(self, value: Any) -> bool:
         if isinstance(value, str):
             return self._holds_text(value.strip())
-        return value in (0, 1) or any(
-            math.isclose(value, candidate, rel_tol=1e-9, abs_tol=1e-12)
-            for number in self.numbers
-            for candidate in (number, -number, number / 100, number * 100)
-        )
+        try:
+            number = float(value)
+        except OverflowError:  # a whole number too long for a float: nobody wrote that
+            return False
+        return number in (0, 1) or (math.isfinite(number) and _key(number) in self.numbers)
 
     def _holds_text(self, value: str) -> bool:
         iso = _ISO_VALUE.fullmatch(value)
         if iso is not None:
             year, month, day = (int(part) for part in iso.group(1, 2, 3))
-            if not ({(year, month, day), (None, month, day)} & self.dates):
+            if not self._holds_date(year, month, day):
                 return False
             return iso.group(4) is None or (int(iso.group(4)), int(iso.group(5))) in self.times
         clock = _TIME_VALUE.fullmatch(value)
         return clock is not None and (int(clock.group(1)), int(clock.group(2))) in self.times
 
+    def _holds_date(self, year: int, month: int, day: int) -> bool:
+        if {(year, month, day), (None, month, day)} & self.dates:
+            return True
+        if not self.relative:
+            return False
+        try:
+            wanted = datetime.date(year, month, day)
+        except ValueError:
+            return False
+        for known in self.dates:
+            with contextlib.suppress(ValueError, TypeError):
+                if abs((datetime.date(known[0], known[1], known[2]) - wanted).days) <= 14:  # type: ignore[arg-type]
+                    return True
+        return False
+
+
+def _numbers(text: str) -> Iterator[float]:
+    """Every number ``text`` writes: digits ("2,500", "1.5 million", "5k"; "100,200,300" also as
+    three), number words ("three", "twenty-five", "a dozen")."""
+    for match in _NUMBER.finditer(text):
+        digits = match.group(0)
+        scale = _SCALE.get((match.group(1) or "").casefold(), 1.0)
+        digits = digits[: match.start(1) - match.start(0)] if match.group(1) else digits
+        with contextlib.suppress(ValueError, OverflowError):
+            number = float(digits.replace(",", "").strip())
+            yield from {number, number * scale}  # "20 m/s" is 20, not 20 million
+            if "," in digits:  # "100,200,300": a list as much as a number
+                yield from (float(part) for part in digits.split(",") if part.strip("-"))
+    for match in _WORDS.finditer(text.casefold()):
+        yield _NUMBER_WORDS[match[1]] + (_NUMBER_WORDS[match[2]] if match[2] else 0)
+
 
 def _dates(text: str) -> Iterator[tuple[int | None, int, int]]:
-    """(year or None, month, day) of every date written in ``text``; a numeric d/m/y both ways."""
+    """(year or None, month, day) of every date written in ``text``; a numeric d/m/y both ways, a
+    range ("May 2-5") as both its ends."""
     for pattern, order in _WRITTEN_DATES:
         for match in pattern.finditer(text):
             if order == "ymd":
@@ -154,8 +233,11 @@ def _dates(text: str) -> Iterator[tuple[int | None, int, int]]:
                 yield year, int(match[2]), int(match[1])
                 yield year, int(match[1]), int(match[2])
             else:
-                month, day = (match[1], match[2]) if order == "mdy" else (match[2], match[1])
-                yield (int(match[3]) if match[3] else None), _MONTHS[month.casefold()], int(day)
+                month, days = (match[1], match.group(2, 3)) if order == "mdy" else (match[3], match.group(1, 2))
+                written = int(match[4]) if match[4] else None
+                for day in days:
+                    if day:
+                        yield written, _MONTHS[month.casefold()], int(day)
 
 
 def _times(text: str) -> Iterator[tuple[int, int]]:
@@ -165,7 +247,7 @@ def _times(text: str) -> Iterator[tuple[int, int]]:
         yield (hour + 12 if match[3].casefold() == "p" else hour), minute
     for match in _WRITTEN_TIMES[1].finditer(text):
         yield int(match[1]), int(match[2])
-    if re.search(r"\bnoon\b", text, re.IGNORECASE):
+    if re.search(r"\b(?:noon|midday)\b", text, re.IGNORECASE):
         yield 12, 0
     if re.search(r"\bmidnight\b", text, re.IGNORECASE):
         yield 0, 0
