@@ -6,7 +6,7 @@ from typing import Any, Literal
 import pytest
 
 from helpers import answer_step, tool_step
-from shapeloop import CallRefused, ScriptedBrain, StopReason, ToolCalled, run_agent, tool
+from shapeloop import AnswerRejected, CallRefused, ScriptedBrain, StopReason, ToolCalled, run_agent, tool
 from shapeloop.grounding import named_required
 from shapeloop.values import made_up_values
 
@@ -188,11 +188,33 @@ def test_a_call_with_made_up_dates_is_refused_before_it_runs_and_the_model_may_a
     ]
     feedback = run.transcript.messages[3]["content"]
     assert (
-        "Not run: the start_date and end_date given to days_between are written nowhere" in feedback
+        "Not run: the task does not give the start_date and end_date that days_between needs, and a value" in feedback
         and "2023" not in feedback
     )
     # the refused tool is kept out of the next constrained step
     assert [_variant_tools(a.schema) for a in brain.asked] == [{"days_between", "bpm_to_ms"}, {"bpm_to_ms"}]
+
+
+def test_an_answer_may_pass_on_the_refusals_finding() -> None:
+    said = "Not run: the task does not give the bpm that bpm_to_ms needs, and a value cannot be made up."
+    brain = ScriptedBrain([tool_step("bpm_to_ms", bpm=120), answer_step(said + " Use given values, or answer.")])
+    run = run_agent(brain, [bpm_to_ms], "Play some jazz.")
+    assert run.ok and run.steps == 2
+
+
+def test_a_long_stretch_of_the_loops_words_is_a_copy_even_when_the_answer_goes_on_differently() -> None:
+    @tool
+    def broken() -> str:
+        """Always fails."""
+        raise ValueError("the disk is gone")
+
+    copied = "Your answer repeats the error of a failed call, and an error is not an answer, so"
+    brain = ScriptedBrain([tool_step("broken"), answer_step("ERROR: the disk is gone"), answer_step(copied),
+                           answer_step("The disk is gone, so nothing was read.")])  # fmt: skip
+    run = run_agent(brain, [broken], "Read it.")
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected[-1] == "the answer repeats the loop's own instructions"
+    assert run.ok and run.steps == 4
 
 
 def test_a_refused_tool_comes_back_once_a_call_runs_and_given_values_run() -> None:

@@ -303,6 +303,7 @@ class _Run:
     # tools refused for a made-up id or value since the last call that ran
     blocked: frozenset[str] = frozenset()
     ground_values: bool = True  # refuse calls with made-up numbers, dates and times
+    quotable: list[str] = field(default_factory=list)  # the loop's findings an answer may repeat to the user
     answered_before: str = ""  # the earlier conversation's assistant turns: a value may come from them
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
@@ -530,7 +531,9 @@ class _Run:
             self._emit(CallRefused(step=self.step, call=call, objection=objection))
         self.blocked |= {call.tool for call, _ in made_up}
         self.excluded |= self.blocked
-        self._barren(raw, prompts.made_up_values_feedback([(c.tool, v) for c, v in made_up]), "made-up-value")
+        refused = [(c.tool, v) for c, v in made_up]
+        self.quotable.append(prompts.made_up_values_finding(refused))
+        self._barren(raw, prompts.made_up_values_feedback(refused), "made-up-value")
         return True
 
     def _waiting(self, call: ToolCall) -> str | None:
@@ -664,9 +667,13 @@ class _Run:
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
 
     def _loop_words(self) -> str:
-        """The loop's own words to the model: its fixed instructions and the feedback it gave."""
+        """The loop's own words to the model: its fixed instructions and the feedback it gave, less
+        the findings an answer may pass on (``quotable``)."""
         said = [m["content"] for m in self.messages[self.opened :] if m["role"] == "user"]
-        return "\n".join([prompts.LOOP_TEXT, *said])
+        words = "\n".join([prompts.LOOP_TEXT, *said])
+        for finding in self.quotable:
+            words = words.replace(finding, "\n")
+        return words
 
     def _unchained(self, shown: str) -> bool:
         """Question an answer given right after a result that another tool takes as its argument

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from shapeloop.guards import CallRecord
@@ -73,10 +73,26 @@ def copies_loop(answer: str, loop_words: str, seen: str) -> bool:
     outside ASCII is never taken for a copy (the loop's words are English)."""
     if not answer.isascii():
         return False
-    said = _phrase(answer)
-    if len(said.split()) < 5 or f" {said} " not in f" {_phrase(loop_words)} ":
-        return False
-    return not _words(answer) <= _words(seen)
+    said = _phrase(answer).split()
+    loop = f" {' | '.join(_phrase(line) for line in loop_words.splitlines())} "  # a copy stays within a line
+    if len(said) >= 5 and f" {' '.join(said)} " in loop:
+        return not _words(answer) <= _words(seen)
+    # a long stretch copied, the answer cut off or changed around it ("Not run: the check_in of your
+    # call to searchHotels is written nowhere ... that tool does not fit the task: you")
+    known = _words(seen)
+    return any(not set(run) <= known for run in _runs_in(said, loop, COPIED_RUN))
+
+
+# words in a row that an answer with other words around them may not take from the loop
+COPIED_RUN = 8
+
+
+def _runs_in(words: list[str], text: str, least: int) -> Iterator[list[str]]:
+    """The stretches of ``least`` words in a row of ``words`` that ``text`` (a padded phrase) holds."""
+    for start in range(len(words) - least + 1):
+        run = words[start : start + least]
+        if f" {' '.join(run)} " in text:
+            yield run
 
 
 def _phrase(text: str) -> str:
@@ -252,21 +268,24 @@ def empty_answer_feedback() -> str:
     return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
 
 
-def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
-    """After a step whose calls hold numbers, dates or times that nothing the model was given writes.
-    The values are not quoted (small models copy what the loop says); their parameters are named."""
+def made_up_values_finding(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
+    """What was wrong with a step whose calls hold numbers, dates or times that nothing the model was
+    given writes: the parameters, not the values (small models copy what the loop says). An answer
+    may repeat it (qwen2.5-coder-0.5b gives the feedback back word for word): "the task does not
+    give the start_date that days_between needs, and a value cannot be made up" tells the user why
+    the task was not done."""
     said = []
     for tool, values in refused:
         named = list(dict.fromkeys(path for path, _ in values))
         listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-        said.append(f"the {listed} given to {tool}")
-    verb = "are" if len(said) > 1 or " and " in said[0] else "is"
-    tools = " or ".join(dict.fromkeys(tool for tool, _ in refused))
-    return (
-        f"Not run: {'; '.join(said)} {verb} written nowhere in the task or in a result, and a value cannot be "
-        f"made up. Call a tool only with values the task or a result gives. If the task does not give what "
-        f"{tools} needs, that tool does not fit the task: answer it yourself, and say what you cannot do."
-    )
+        said.append(f"the {listed} that {tool} needs")
+    return f"the task does not give {' or '.join(said)}, and a value cannot be made up"
+
+
+def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
+    """After a step whose calls hold numbers, dates or times that nothing the model was given writes:
+    the finding, and fewer than :data:`COPIED_RUN` words of the loop's own."""
+    return f"Not run: {made_up_values_finding(refused)}. Use given values, or answer."
 
 
 def error_answer_feedback() -> str:
