@@ -197,7 +197,7 @@ def test_a_call_with_made_up_dates_is_refused_before_it_runs_and_the_model_may_a
 
 def test_an_answer_may_pass_on_the_refusals_finding() -> None:
     said = "Not run: the task does not give the bpm that bpm_to_ms needs, and a value cannot be made up."
-    brain = ScriptedBrain([tool_step("bpm_to_ms", bpm=120), answer_step(said + " Use given values, or answer.")])
+    brain = ScriptedBrain([tool_step("bpm_to_ms", bpm=120), answer_step(said)])
     run = run_agent(brain, [bpm_to_ms], "Play some jazz.")
     assert run.ok and run.steps == 2
 

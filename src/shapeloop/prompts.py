@@ -284,8 +284,9 @@ def made_up_values_finding(refused: Sequence[tuple[str, Sequence[tuple[str, Any]
 
 def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
     """After a step whose calls hold numbers, dates or times that nothing the model was given writes:
-    the finding, and fewer than :data:`COPIED_RUN` words of the loop's own."""
-    return f"Not run: {made_up_values_finding(refused)}. Use given values, or answer."
+    the finding alone. With "Use given values, or answer." after it, qwen2.5-coder-0.5b answered
+    with both sentences; the refused tool is kept out of the next step, which says the rest."""
+    return f"Not run: {made_up_values_finding(refused)}."
 
 
 def error_answer_feedback() -> str:
