@@ -205,6 +205,11 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wrong_tool_rate": round(sum(r.get("wrong_tool", 0) for r in records) / replies, 3),
         "bad_argument_rate": round(sum(r.get("bad_args", 0) for r in records) / replies, 3),
         "no_tool_tasks_that_called_a_tool": sum(r["tool_calls"] > 0 for r in abstain),
+        # abstention tasks finished after a call was refused for a made-up value (never run)
+        "no_tool_tasks_answered_after_a_refused_call": sum(
+            bool(r["success"]) and r.get("made_up_values", 0) > 0 for r in abstain
+        ),
+        "calls_refused_for_made_up_values": sum(r.get("made_up_values", 0) for r in records),
         "answers_copied_from_the_prompt": sum(r.get("copied_example", False) for r in records),
         "example_copies_refused": sum(r.get("example_copies_refused", 0) for r in records),
         "stops": dict(Counter(r["stop"] for r in records)),
