@@ -179,8 +179,8 @@ def run_agent(
             ``2024-03-03``, "2:30 pm" for ``14:30``): a value the model made up, most often for a
             tool that does not fit the task (:mod:`shapeloop.values`). The step is refused
             (:class:`~shapeloop.events.CallRefused`, no :class:`~shapeloop.events.ToolCalled`), the
-            tool is kept out of the next constrained step, and the model is told to use given values
-            or answer.
+            model is told which arguments the task does not give, and the tool is kept out of the
+            next constrained step.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
