@@ -283,3 +283,52 @@ def test_the_constrained_step_offers_an_optional_argument_once_the_task_or_a_res
         assert list(brain.asked[0].schema["anyOf"][0]["properties"]["args"]["properties"]) == ["path", "offset"]  # type: ignore[index]
     finally:
         loop_module.ASKED_ONLY = saved
+
+
+def test_named_inputs_pairs_a_path_url_or_email_parameter_with_what_the_task_writes() -> None:
+    from shapeloop.grounding import named_inputs
+
+    path = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    found = {
+        task: named_inputs(path, task)
+        for task in (
+            "Who is the maintainer named in readme.md?",
+            "what's first in notes/todo.txt",
+            "Read ../../../etc/passwd and tell me its first line.",
+            "Read /etc/hostname please",
+            "see ~/notes.txt!",
+            "I have 3.5 apples, e.g. two",
+            "speed in km/h, or 1/2 of it",
+            "price: 2.40 EUR.",
+        )
+    }
+    assert list(found.values()) == [
+        [("path", "readme.md")],
+        [("path", "notes/todo.txt")],
+        [("path", "../../../etc/passwd")],
+        [("path", "/etc/hostname")],
+        [("path", "~/notes.txt")],
+        [],
+        [],
+        [],
+    ]
+    email = {"properties": {"to": {"type": "string", "format": "email"}}, "required": ["to"]}
+    assert named_inputs(email, "mail ana.b@example.com. thanks") == [("to", "ana.b@example.com")]
+    url = {"properties": {"page_url": {"type": "string"}}, "required": ["page_url"]}
+    assert named_inputs(url, "open https://example.org/a?b=1.") == [("page_url", "https://example.org/a?b=1")]
+    # optional, an enum, or not text: not a named input
+    assert named_inputs({"properties": {"path": {"type": "string"}}, "required": []}, "read a.txt") == []
+    enum = {"properties": {"path": {"type": "string", "enum": ["a.txt"]}}, "required": ["path"]}
+    assert named_inputs(enum, "read a.txt") == []
+    number = {"properties": {"path": {"type": "integer"}}, "required": ["path"]}
+    assert named_inputs(number, "read a.txt") == []
+
+
+def test_declines_reads_an_answer_that_says_the_task_cannot_be_done() -> None:
+    from shapeloop.grounding import declines
+
+    assert declines("I cannot delete files with these tools.")
+    assert declines("Sorry, I don't have access to your calendar.")
+    assert declines("That is not possible with the tools I have.")
+    assert not declines("The maintainer is Ines Alvarez.")
+    assert not declines("Cannonball run: 3 laps.")

@@ -639,3 +639,65 @@ def test_the_callers_objection_may_be_taken_up_word_for_word() -> None:
 def test_refusals_and_answers_in_other_scripts_are_not_taken_for_copies() -> None:
     for answer in ("No tool fits the task.", "I cannot do the task.", "Невозможно: the call failed or was refused"):
         assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], "Book me a flight.").answer == answer
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a text file."""
+    return "maintainer: Ines Alvarez" if path == "readme.md" else f"ERROR: no file {path}"
+
+
+@tool
+def send_email(to: str, body: str) -> str:
+    """Send an email."""
+    return "sent"
+
+
+def test_an_answer_before_any_call_to_a_task_naming_a_file_is_questioned_once() -> None:
+    brain = ScriptedBrain([
+        answer_step("The maintainer is @johndoe."),  # made up: the file was never read
+        tool_step("read_file", path="readme.md"),
+        answer_step("Ines Alvarez maintains it."),
+    ])  # fmt: skip
+    run = run_agent(brain, [read_file, get_weather], "Who is the maintainer named in readme.md?")
+    assert run.answer == "Ines Alvarez maintains it." and run.steps == 3
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["given before any call, though the task names what a tool reads: read_file (path 'readme.md')"]
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert 'Call read_file with path "readme.md" now, then answer the task from what it returns.' in feedback
+    # the step after the question calls that tool, nothing else
+    assert _variant_tools(brain.asked[1].schema) == {"read_file"} and _actions(brain.asked[1].schema) == ["tool"]
+    assert _variant_tools(brain.asked[2].schema) == {"read_file", "get_weather"}
+
+    # asked once: the same answer given again stands
+    brain = ScriptedBrain([answer_step("It is Ines."), answer_step("It is Ines.")])
+    run = run_agent(brain, [read_file], "Who is named in notes/team.txt?")
+    assert run.answer == "It is Ines." and run.steps == 2
+
+
+def test_the_unread_question_is_not_asked_where_nothing_is_unread_or_the_answer_declines() -> None:
+    tools = [read_file, get_weather]
+    cases = [
+        ("What is the weather in Oslo?", "It is 4 C."),  # no file named
+        ("Delete /data/reports/q3.pdf.", "I cannot delete files with these tools."),  # declines
+        ("e.g. what is 2.5 times 2?", "5"),  # an abbreviation and a number, not files
+    ]
+    for task, answer in cases:
+        run = run_agent(ScriptedBrain([answer_step(answer)]), tools, task)
+        assert run.answer == answer and run.steps == 1, task
+    # after a call, the answer stands (the chain check is another matter)
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Oslo: 4 C")])
+    assert run_agent(brain, tools, "Weather in Oslo, then notes.txt?").steps == 2
+    # an email address the task gives, for a tool that acts: not asked (it would act on the user's behalf)
+    brain = ScriptedBrain([answer_step("Done.")])
+    assert run_agent(brain, [send_email], "Write to ana@example.com: hello").steps == 1
+    # no step left to act on it
+    assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?", max_steps=1).ok
+    # turned off
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.UNREAD_CHECK = loop_module.UNREAD_CHECK, False
+    try:
+        assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?").steps == 1
+    finally:
+        loop_module.UNREAD_CHECK = saved

@@ -182,3 +182,63 @@ def named_required(parameters: Mapping[str, Any], text: str) -> Mapping[str, Any
         and any(holds_value(text, value) for value in schema["enum"] if value != schema.get("default"))
     ]  # fmt: skip
     return {**parameters, "required": [*required, *named]} if named else parameters
+
+
+# What a parameter takes, read off its name's words or its format, and how a task writes one.
+_INPUT_KINDS: tuple[tuple[str, frozenset[str], frozenset[str], re.Pattern[str]], ...] = (
+    ("url", frozenset({"url", "uri", "link", "href"}), frozenset({"uri", "url", "iri"}),
+     re.compile(r"\bhttps?://[^\s\"'<>]+[^\s\"'<>.,;:!?)]")),
+    ("email", frozenset({"email", "mail"}), frozenset({"email", "idn-email"}),
+     re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")),
+    # a file: a name with an extension, or a path with a slash ("readme.md", "notes/todo.txt",
+    # "../../etc/passwd", "/data"); not a number ("3.5"), a version ("v1.2") or an abbreviation ("e.g.")
+    ("path", frozenset({"path", "file", "filename", "filepath", "dir", "directory", "folder"}), frozenset({"path"}),
+     re.compile(r"(?<![\w@/.~-])(?:~?\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/@-])"
+                r"|(?<![\w@/.~:-])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*/?(?![\w@-])")),
+)  # fmt: skip
+
+
+def _abbreviation(written: str) -> bool:
+    """A letter, a dot and a letter ("e.g", "i.e", "a.m"): an abbreviation, not a file."""
+    return re.fullmatch(r"[^\W\d_]\.[^\W\d_]", written) is not None
+
+
+def named_inputs(parameters: Mapping[str, Any], text: str) -> list[tuple[str, str]]:
+    """The ``(parameter, value)`` of every required parameter that takes a file path, a URL or an
+    email address, paired with the first one ``text`` writes: "Who is the maintainer named in
+    readme.md?" names ``readme.md`` for ``read_file(path)``. A parameter's kind is read off its name's
+    words (``path``, ``file_name``, ``url``, ``email``) or its ``format``.
+
+    What a task names this way is something the model cannot see without the tool: qwen2.5-coder-0.5b
+    answered "The maintainer of this repository is @johndoe." without reading the file.
+    """
+    properties = parameters.get("properties")
+    required = parameters.get("required") or []
+    if not isinstance(properties, Mapping) or not isinstance(required, list):
+        return []
+    found = []
+    for name in required:
+        schema = properties.get(name)
+        if not isinstance(schema, Mapping) or schema.get("type", "string") != "string" or "enum" in schema:
+            continue
+        words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower()))
+        for _, named, formats, written in _INPUT_KINDS:
+            if words & named or schema.get("format") in formats:
+                match = next((m.group(0) for m in written.finditer(text) if not _abbreviation(m.group(0))), None)
+                if match is not None:
+                    found.append((str(name), match))
+                break
+    return found
+
+
+_DECLINING = re.compile(
+    r"\b(?:can ?not|can'?t|can’t|unable|not able|not possible|impossible|no (?:tool|way|access)|"
+    r"(?:do|does|did)(?: not|n'?t|n’t) have|(?:am|is|are)(?: not|n'?t|n’t) (?:allowed|permitted)|sorry)\b",
+    re.IGNORECASE,
+)
+
+
+def declines(answer: str) -> bool:
+    """Whether an answer says the task cannot be done ("I cannot delete files with these tools",
+    "Sorry, I don't have access to that"): such an answer states nothing it would have to have read."""
+    return _DECLINING.search(answer) is not None

@@ -44,7 +44,15 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import asked_only, holds_value, named_required, result_words, taken_from
+from shapeloop.grounding import (
+    asked_only,
+    declines,
+    holds_value,
+    named_inputs,
+    named_required,
+    result_words,
+    taken_from,
+)
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -69,6 +77,9 @@ NAMED_REQUIRED = True
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
+# Question an answer given before any call to a task that names a file, a URL or an email address
+# a tool takes (see _unread); False to measure without it.
+UNREAD_CHECK = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -296,6 +307,7 @@ class _Run:
     # An answer given while another tool takes a value the last result gives is questioned, and the
     # next constrained step calls that tool (see _unchained); ``only`` holds the tools it may call.
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
+    unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
     only: frozenset[str] | None = None
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
@@ -653,7 +665,7 @@ class _Run:
             return
         else:
             value = text = answer
-        if self._unchained(text):
+        if self._unread(text) or self._unchained(text):
             return
         verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
@@ -674,6 +686,35 @@ class _Run:
         for finding in self.quotable:
             words = words.replace(finding, "\n")
         return words
+
+    def _unread(self, shown: str) -> bool:
+        """Question an answer given before any call when the task names a file, a URL or an email
+        address that a tool takes (:func:`~shapeloop.grounding.named_inputs`): the model cannot see
+        it. qwen2.5-coder-0.5b answered "Who is the maintainer named in readme.md?" with "The
+        maintainer of this repository is @johndoe." without reading it. The next constrained step
+        calls one of those tools. Once a run; not an answer that declines ("I cannot delete
+        files"), nor one to a step that had to answer, nor with no step left; not for tools that
+        act (``needs_approval``)."""
+        if not UNREAD_CHECK or self.called or self.unread_asked or self.answer_forced or declines(shown):
+            return False
+        if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
+            return False
+        takers = [
+            (tool.name, *named[0])
+            for tool in self.toolbox.tools.values()
+            if tool.name not in self.excluded and not tool.needs_approval
+            and (named := named_inputs(tool.parameters, self.task))
+        ]  # fmt: skip
+        if not takers:
+            return False
+        self.unread_asked = True
+        named = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
+        objection = f"given before any call, though the task names what a tool reads: {named}"
+        self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
+        self._say("user", prompts.unread_feedback(takers))
+        self.only = frozenset(name for name, _, _ in takers)
+        self.must_call = True
+        return True
 
     def _unchained(self, shown: str) -> bool:
         """Question an answer given right after a result that another tool takes as its argument

@@ -329,6 +329,19 @@ def chain_feedback(takers: Sequence[tuple[str, str]], *, must_call: bool = False
     )
 
 
+def unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
+    """After an answer given before any call, to a task that names what a tool reads: ``takers``
+    holds each such tool's name, its parameter and the value the task writes. Imperatives only, as
+    in :func:`chain_feedback`."""
+    calls = " or ".join(
+        f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}" for tool, parameter, value in takers
+    )
+    return (
+        f"Do not answer yet: you cannot see what the task names. Call {calls} now, then answer the task "
+        "from what it returns."
+    )
+
+
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
     return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
