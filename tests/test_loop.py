@@ -389,6 +389,23 @@ def test_an_answer_quoting_a_failed_result_without_its_prefix_is_refused_too() -
     assert run_agent(brain, [strict_lookup], "What colour?").answer == "I cannot find it."
 
 
+def test_an_answer_passing_on_a_refusal_stands_and_the_model_is_told_not_to_retry(tmp_path: Path) -> None:
+    from shapeloop import workspace_tools
+
+    (tmp_path / "notes.txt").write_text("hello\n")
+    message = "'../../etc/passwd' leads out of the workspace; use a path inside it"
+    brain = ScriptedBrain([tool_step("read_file", path="../../etc/passwd"), answer_step(message)])
+    run = run_agent(brain, workspace_tools(tmp_path), "Read ../../etc/passwd and give me its first line.")
+    assert run.answer == message and run.steps == 2
+    returned = [e for e in run.events if isinstance(e, ToolReturned)]
+    assert [e.status.value for e in returned] == ["denied"] and returned[0].text == f"DENIED: {message}"
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert "That call was refused: do not make it again." in feedback
+    # the raw prefix is accepted as well: it tells the user what happened
+    brain = ScriptedBrain([tool_step("read_file", path="/etc/hostname"), answer_step("DENIED: outside")])
+    assert run_agent(brain, workspace_tools(tmp_path), "Read /etc/hostname").answer == "DENIED: outside"
+
+
 def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() -> None:
     brain = ScriptedBrain([tool_step(""), answer_step("red")])
     run = run_agent(brain, [lookup], "Colour?")

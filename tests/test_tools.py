@@ -201,3 +201,15 @@ def test_loop_survives_a_tool_writing_outside_nothing(tmp_path: Path) -> None:
     assert run.stop is StopReason.ANSWERED
     assert [r.status for r in results(run)] == [ToolStatus.ERROR, ToolStatus.ERROR, ToolStatus.OK]
     assert results(run)[2].text == "3"
+
+
+def test_a_tool_that_raises_a_refusal_is_denied_not_an_error() -> None:
+    from shapeloop import ToolRefusal
+
+    @tool
+    def launch(target: str) -> str:
+        """Launch at a target."""
+        raise ToolRefusal(f"{target} is not a permitted target")
+
+    result = Toolbox([launch]).run(ToolCall(tool="launch", args={"target": "moon"}))
+    assert result.status is ToolStatus.DENIED and result.text == "DENIED: moon is not a permitted target"

@@ -11,7 +11,8 @@ text the model reads on its next step. These are the caller's and the machine's 
     │   └── BackendTimeout      the server took longer than the timeout to answer
     ├── UsageError              options or arguments that cannot work together (says which)
     ├── ToolFailure             raised inside a tool; the loop turns it into ``ERROR: ...``
-    │   └── OutsideWorkspace    a path that would leave the workspace
+    │   └── ToolRefusal         raised inside a tool that will not do what it is asked: ``DENIED: ...``
+    │       └── OutsideWorkspace  a path that would leave the workspace
     ├── TimedOut                a tool or model call ran past its time limit (the loop turns it into feedback or a stop)
     ├── TranscriptError         a transcript path that cannot be written (found before the run)
     └── CatalogueError          the model catalogue or its cache
@@ -80,7 +81,13 @@ class ToolFailure(ShapeloopError):
     """Raised by a tool to report a failure; the model sees ``ERROR: <message>``."""
 
 
-class OutsideWorkspace(ToolFailure):
+class ToolRefusal(ToolFailure):
+    """Raised by a tool that will not do what it is asked, whatever the arguments (a path outside its
+    workspace): the model sees ``DENIED: <message>``. Unlike an error, a refusal is not the model's
+    mistake to fix, and an answer may pass it on to the user ("that file is outside the workspace")."""
+
+
+class OutsideWorkspace(ToolRefusal):
     """A path that resolves outside the workspace root."""
 
 

@@ -322,7 +322,7 @@ class _Run:
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
     example_shown: bool = False  # the system prompt holds the worked example
     instructions: str = ""  # the caller's own words in the system prompt (``system=``)
-    last_failure: str | None = None  # the last result, while it is an error or a refusal
+    last_failure: str | None = None  # the last result, while it is an error
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript = field(default_factory=Transcript)
     events: list[Event] = field(default_factory=list)
@@ -753,9 +753,12 @@ class _Run:
         return True
 
     def _echoes_failure(self, text: str) -> bool:
-        """The answer passes off an ``ERROR:`` or ``DENIED:`` result as the answer to the task."""
+        """The answer passes off an ``ERROR:`` result as the answer to the task. Not a refusal
+        (``DENIED:``, a cancelled batch): a tool that will not do what the task asks ("outside the
+        workspace", "not approved") is what the user has to be told, and qwen2.5-coder-0.5b, whose
+        answer was refused for repeating it, retried the refused call until its steps ran out."""
         said = " ".join(text.split())
-        if said.startswith(("ERROR:", "DENIED:")):
+        if said.startswith("ERROR:"):
             return True
         if self.last_failure is None:
             return False
@@ -842,8 +845,8 @@ def _same_again(result: ToolResult, record: CallRecord) -> bool:
 
 
 def _failure(result: ToolResult) -> str | None:
-    """The result's text while it is an error or a refusal (an answer may not pass it off)."""
-    return result.text if result.status in (ToolStatus.ERROR, ToolStatus.DENIED, ToolStatus.CANCELLED) else None
+    """The result's text while it is an error (an answer may not pass it off)."""
+    return result.text if result.status is ToolStatus.ERROR else None
 
 
 def _ignored_schema(reply: Reply) -> str | None:

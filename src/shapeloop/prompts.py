@@ -34,7 +34,8 @@ _RULES = [
     "optional arguments the task does not ask for.",
     "You cannot see files or anything else except through the tools: do not guess what a tool would return, call it.",
     "After a tool call, the next message gives its result. Your answer says what the results say. A "
-    "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
+    "result starting with ERROR: means the call failed: it is not an answer. DENIED: means it was refused: "
+    "do not retry it.",
 ]
 
 # A worked example with a made-up tool: the call, its result, and an answer taken from that result.
@@ -178,6 +179,7 @@ _NEXT = (
     'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
+_REFUSED = "That call was refused: do not make it again. Call another tool, or tell the user it cannot be done."
 
 
 def tool_feedback(
@@ -204,7 +206,7 @@ def tool_feedback(
             f"You made this same call {record.times} times and got this same result each time. Reply "
             'with action "answer" now and say what the result says.'
         )
-    text += _FAILED if status in ("error", "denied") else _NEXT
+    text += _FAILED if status == "error" else _REFUSED if status == "denied" else _NEXT
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "

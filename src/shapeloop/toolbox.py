@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from shapeloop.errors import TimedOut, ToolFailure
+from shapeloop.errors import TimedOut, ToolFailure, ToolRefusal
 from shapeloop.grounding import made_up_ids
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
@@ -222,6 +222,8 @@ class Toolbox:
             return ToolStatus.OK, render(call_within(seconds, functools.partial(self.tools[call.tool].fn, **call.args)))
         except TimedOut:
             return ToolStatus.ERROR, f"ERROR: {call.tool} timed out after {seconds:g} s ({which}); it was abandoned"
+        except ToolRefusal as exc:
+            return ToolStatus.DENIED, f"DENIED: {exc}"
         except ToolFailure as exc:
             return ToolStatus.ERROR, f"ERROR: {exc}"
         except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
