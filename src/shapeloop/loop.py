@@ -708,8 +708,8 @@ class _Run:
         if not takers:
             return False
         self.unread_asked = True
-        named = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
-        objection = f"given before any call, though the task names what a tool reads: {named}"
+        listed = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
+        objection = f"given before any call, though the task names what a tool reads: {listed}"
         self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
         self._say("user", prompts.unread_feedback(takers))
         self.only = frozenset(name for name, _, _ in takers)
