@@ -459,6 +459,36 @@ def test_an_answer_copied_from_the_worked_example_is_refused_unless_the_task_is_
     assert run_agent(ScriptedBrain([answer_step("Apples, 2.40.")]), [], "Fruit?").ok
 
 
+def test_the_worked_example_is_withdrawn_from_the_prompt_once_an_answer_copies_it(tmp_path: Path) -> None:
+    copies = ("A kilo of apples costs 2.40 EUR.", "The result gives the price.")  # the example, its reason
+    for copied in copies:
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(copied), answer_step(copied),
+                               answer_step("The colour is red.")])  # fmt: skip
+        transcript = tmp_path / f"{len(copied)}.jsonl"
+        run = run_agent(brain, [lookup], "What colour?", transcript_path=transcript)
+        assert run.answer == "The colour is red." and run.steps == 4, copied
+        systems = [asked.messages[0]["content"] for asked in brain.asked]
+        assert "Example, with a made-up tool" in systems[0] and systems[0] == systems[1]
+        assert all("Example, with a made-up tool" not in text and "Tools:" in text for text in systems[2:])
+        # the copy stays refused after the example is gone (the model's own copy is still in view)
+        rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+        assert len(rejected) == 2 and rejected[0] == rejected[1]
+        entries = [json.loads(line) for line in transcript.read_text().splitlines()]
+        changed = [e for e in entries if e["type"] == "system_prompt"]
+        assert len(changed) == 1 and changed[0]["step"] == 2 and changed[0]["content"] == systems[2]
+        assert [m["role"] for m in run.messages].count("system") == 1
+    # turned off, the prompt stays as it was
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.WITHDRAW_EXAMPLE = loop_module.WITHDRAW_EXAMPLE, False
+    try:
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(copies[0]), answer_step("red")])
+        assert run_agent(brain, [lookup], "What colour?").ok
+        assert brain.asked[2].messages[0]["content"] == brain.asked[0].messages[0]["content"]
+    finally:
+        loop_module.WITHDRAW_EXAMPLE = saved
+
+
 def test_a_tool_kept_out_after_a_repeat_stays_out_through_a_refused_answer_until_the_next_call() -> None:
     other = tool(name="other")(lambda: "x")
     brain = ScriptedBrain([

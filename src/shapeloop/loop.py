@@ -77,6 +77,8 @@ NAMED_REQUIRED = True
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
+# Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
+WITHDRAW_EXAMPLE = True
 # Question an answer given before any call to a task that names a file, a URL or an email address
 # a tool takes (see _unread); False to measure without it.
 UNREAD_CHECK = True
@@ -264,6 +266,10 @@ def run_agent(
         answered_before="\n".join(m["content"] for m in earlier if m["role"] == "assistant"),
     )
     prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
+    if WITHDRAW_EXAMPLE:
+        run.plain_prompt = prompts.system_prompt(
+            offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch, example=False
+        )
     opening = [Message(role="system", content=prompt)]
     opening += earlier
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
@@ -321,6 +327,8 @@ class _Run:
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
     example_shown: bool = False  # the system prompt holds the worked example
+    plain_prompt: str = ""  # the system prompt without it, for when it is withdrawn
+    example_withdrawn: bool = False
     instructions: str = ""  # the caller's own words in the system prompt (``system=``)
     last_failure: str | None = None  # the last result, while it is an error
     messages: list[Message] = field(default_factory=list)
@@ -656,11 +664,13 @@ class _Run:
         elif self.example_shown and prompts.copies_example(answer, self._given()):
             objection = "the answer was copied from the prompt's worked example"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._withdraw_example()
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
             return
         elif prompts.copies_loop(answer, self._loop_words(), self._given()):
             objection = "the answer repeats the loop's own instructions"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._withdraw_example()
             self._barren(raw, prompts.loop_words_answer_feedback(), "loop-copy")
             return
         else:
@@ -677,6 +687,18 @@ class _Run:
         self.given.append(objection)  # the caller's words: an answer may take them up
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _withdraw_example(self) -> None:
+        """Take the worked example out of the system prompt once an answer copied it, or copied the
+        loop's words (its reason, "The result gives the price.", is the words most copied): told so,
+        qwen2.5-coder-0.5b still gave the same copy, as greedy decoding of the same context does, until
+        the run was spent. The transcript notes the new prompt."""
+        if not self.example_shown or self.example_withdrawn or not self.plain_prompt or not self.messages:
+            return
+        self.example_withdrawn = True
+        self.messages[0] = Message(role="system", content=self.plain_prompt)
+        why = "the worked example was withdrawn: an answer copied it or the loop's words"
+        self.transcript.add({"type": "system_prompt", "step": self.step, "content": self.plain_prompt, "why": why})
 
     def _loop_words(self) -> str:
         """The loop's own words to the model: its fixed instructions and the feedback it gave, less

@@ -136,6 +136,7 @@ def system_prompt(
     extra: str | None = None,
     answer_schema: Mapping[str, Any] | None = None,
     batch: bool = False,
+    example: bool = True,
 ) -> str:
     """The system prompt for a run with these tools.
 
@@ -145,6 +146,7 @@ def system_prompt(
         extra: the caller's own instructions, appended.
         answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
         batch: the model may make several calls in one step.
+        example: show the worked example (there are tools, and it has not been copied).
     """
     lines = [_INTRO, _FORMAT, ""]
     if tools:
@@ -152,7 +154,7 @@ def system_prompt(
     else:
         lines.append("There are no tools in this run: answer directly.")
     lines += ["", "Rules:", *(f"- {rule}" for rule in _RULES)]
-    if tools:
+    if tools and example and _EXAMPLE:
         lines += ["", _EXAMPLE]
     if tools and batch:
         lines += ["", _BATCH]
