@@ -748,3 +748,38 @@ def test_the_unread_question_is_not_asked_where_nothing_is_unread_or_the_answer_
         assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?").steps == 1
     finally:
         loop_module.UNREAD_CHECK = saved
+
+
+def test_a_result_that_points_to_one_file_questions_an_answer_and_the_next_step_reads_it(tmp_path: Path) -> None:
+    from shapeloop import workspace_tools
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "pointer.txt").write_text("The answer you want is in data/secret.txt\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "secret.txt").write_text("marmalade\n")
+    task = "notes/pointer.txt says where the answer is. What is it?"
+    brain = ScriptedBrain([
+        tool_step("read_file", path="notes/pointer.txt"),
+        answer_step("The answer you want is in data/secret.txt"),  # questioned: it points to a file
+        tool_step("read_file", path="data/secret.txt"),
+        answer_step("marmalade"),
+    ])  # fmt: skip
+    run = run_agent(brain, workspace_tools(tmp_path), task)
+    assert run.answer == "marmalade" and run.steps == 4
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["not yet called, and taking a value the last result gives: read_file (path)"]
+    assert _variant_tools(brain.asked[2].schema) == {"read_file"} and _actions(brain.asked[2].schema) == ["tool"]
+
+
+def test_a_result_naming_a_file_already_used_or_many_files_points_nowhere(tmp_path: Path) -> None:
+    from shapeloop import workspace_tools
+
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("x\n")
+    tools = workspace_tools(tmp_path, write=True)
+    # the file just written: a call already used it
+    brain = ScriptedBrain([tool_step("append_note", path="a.txt", text="hi"), answer_step("Done.")])
+    assert run_agent(brain, tools, "Add hi to a.txt", approve=lambda call: True).steps == 2
+    # a listing names many files: not a pointer to one
+    brain = ScriptedBrain([tool_step("list_files"), answer_step("a.txt and b.txt")])
+    assert run_agent(brain, tools, "Which files are there?").steps == 2

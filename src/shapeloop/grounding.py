@@ -203,11 +203,12 @@ def _abbreviation(written: str) -> bool:
     return re.fullmatch(r"[^\W\d_]\.[^\W\d_]", written) is not None
 
 
-def named_inputs(parameters: Mapping[str, Any], text: str) -> list[tuple[str, str]]:
+def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = False) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` of every required parameter that takes a file path, a URL or an
     email address, paired with the first one ``text`` writes: "Who is the maintainer named in
     readme.md?" names ``readme.md`` for ``read_file(path)``. A parameter's kind is read off its name's
-    words (``path``, ``file_name``, ``url``, ``email``) or its ``format``.
+    words (``path``, ``file_name``, ``url``, ``email``) or its ``format``. With ``alone``, only where
+    ``text`` writes one such value (a pointer to a file, not a listing of files).
 
     What a task names this way is something the model cannot see without the tool: qwen2.5-coder-0.5b
     answered "The maintainer of this repository is @johndoe." without reading the file.
@@ -224,9 +225,11 @@ def named_inputs(parameters: Mapping[str, Any], text: str) -> list[tuple[str, st
         words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower()))
         for _, named, formats, written in _INPUT_KINDS:
             if words & named or schema.get("format") in formats:
-                match = next((m.group(0) for m in written.finditer(text) if not _abbreviation(m.group(0))), None)
-                if match is not None:
-                    found.append((str(name), match))
+                values = list(
+                    dict.fromkeys(m.group(0) for m in written.finditer(text) if not _abbreviation(m.group(0)))
+                )
+                if values and (len(values) == 1 or not alone):
+                    found.append((str(name), values[0]))
                 break
     return found
 

@@ -740,28 +740,37 @@ class _Run:
 
     def _unchained(self, shown: str) -> bool:
         """Question an answer given right after a result that another tool takes as its argument
-        (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``):
-        the next constrained step calls one of those tools (``CHAIN_STEP``). Each tool is named once a
-        run; not one already called with a value of this result, nor one that acts
-        (``needs_approval``); only after a single call's result that holds a number (a value, not
-        "no such employee"); never when the step had to answer or there is no step left to act on
-        it. qwen2.5-coder-0.5b answered most two-step tasks with their first result."""
+        (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``),
+        or that points to one file, URL or email address a tool takes ("The answer you want is in
+        data/secret.txt", for ``read_file`` itself): the next constrained step calls one of those
+        tools (``CHAIN_STEP``). Each tool is named once a run; not one already called with a value
+        of this result, nor one that acts (``needs_approval``); only after a single call's result
+        that holds a number (a value, not "no such employee") or that one pointer, to a value no
+        call has used yet ("appended to notes.txt" points nowhere new); never when the
+        step had to answer or there is no step left to act on it. qwen2.5-coder-0.5b answered most
+        two-step tasks with their first result."""
         result = self.last_result
         if not CHAIN_CHECK or result is None or result.status is not ToolStatus.OK or self.answer_forced:
             return False
         if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
-        if not re.search(r"\d", result.text):
-            return False
         words = result_words(result.text)
-        takers = [
-            (tool.name, parameter)
-            for tool in self.toolbox.tools.values()
-            if tool.name not in self.chain_asked | self.excluded | {result.call.tool} and not tool.needs_approval
-            and not any(holds_value(result.text, value)
-                        for call in self.called if call.tool == tool.name for value in call.args.values())
-            and (parameter := taken_from(tool.parameters, words)) is not None
-        ]  # fmt: skip
+        holds_number = re.search(r"\d", result.text) is not None
+        used = {str(value).strip().casefold() for call in self.called for value in call.args.values()}
+        takers = []
+        for tool in self.toolbox.tools.values():
+            if tool.name in self.chain_asked | self.excluded or tool.needs_approval:
+                continue
+            if any(holds_value(result.text, value)
+                   for call in self.called if call.tool == tool.name for value in call.args.values()):  # fmt: skip
+                continue
+            pointed = [
+                (p, v) for p, v in named_inputs(tool.parameters, result.text, alone=True) if v.casefold() not in used
+            ]
+            if pointed:  # "The answer you want is in data/secret.txt": even the tool that gave it
+                takers.append((tool.name, pointed[0][0]))
+            elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words)):
+                takers.append((tool.name, taken))
         if not takers:
             return False
         self.chain_asked |= {name for name, _ in takers}
