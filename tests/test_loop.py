@@ -783,3 +783,20 @@ def test_a_result_naming_a_file_already_used_or_many_files_points_nowhere(tmp_pa
     # a listing names many files: not a pointer to one
     brain = ScriptedBrain([tool_step("list_files"), answer_step("a.txt and b.txt")])
     assert run_agent(brain, tools, "Which files are there?").steps == 2
+
+
+def test_an_answer_without_yes_or_no_to_a_task_that_asks_for_one_is_questioned_once() -> None:
+    task = "Does the table hold a colour? Answer yes or no."
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("The colour is red."),
+                           answer_step("Yes, it holds red.")])  # fmt: skip
+    run = run_agent(brain, [lookup], task)
+    assert run.answer == "Yes, it holds red." and run.steps == 3
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["the task asks for yes or no"]
+    assert "starting with Yes or No" in brain.asked[2].messages[-1]["content"]
+    # once a run: the same answer again stands; an answer with "no" stands at once
+    brain = ScriptedBrain([answer_step("red"), answer_step("red")])
+    assert run_agent(brain, [lookup], "yes/no: is it red?").steps == 2
+    assert run_agent(ScriptedBrain([answer_step("No, there is no wolf.")]), [lookup], task).steps == 1
+    # a task that does not ask for yes or no
+    assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1

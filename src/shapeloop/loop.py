@@ -314,6 +314,7 @@ class _Run:
     # next constrained step calls that tool (see _unchained); ``only`` holds the tools it may call.
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
+    form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
     only: frozenset[str] | None = None
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
@@ -675,7 +676,7 @@ class _Run:
             return
         else:
             value = text = answer
-        if self._unread(text) or self._unchained(text):
+        if self._unread(text) or self._unchained(text) or self._not_yes_or_no(text):
             return
         verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
@@ -736,6 +737,19 @@ class _Run:
         self._say("user", prompts.unread_feedback(takers))
         self.only = frozenset(name for name, _, _ in takers)
         self.must_call = True
+        return True
+
+    def _not_yes_or_no(self, shown: str) -> bool:
+        """Question, once a run, an answer without a yes or a no to a task that asks for one ("Does
+        animals.txt list a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's
+        text. The next step may answer or call a tool; the answer after it stands."""
+        if self.form_asked or self.step >= self.max_steps or not prompts.asks_yes_or_no(self.task):
+            return False
+        if re.search(r"\b(?:yes|no)\b", shown, re.IGNORECASE):
+            return False
+        self.form_asked = True
+        self._emit(AnswerRejected(step=self.step, text=shown, objection="the task asks for yes or no"))
+        self._say("user", prompts.yes_or_no_feedback())
         return True
 
     def _unchained(self, shown: str) -> bool:

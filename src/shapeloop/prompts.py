@@ -346,6 +346,16 @@ def unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
     )
 
 
+def asks_yes_or_no(task: str) -> bool:
+    """Whether the task asks for a yes or a no ("Answer yes or no.", "yes/no?")."""
+    return re.search(r"\b(?:yes\s*(?:or|/)\s*no|no\s*(?:or|/)\s*yes)\b", task, re.IGNORECASE) is not None
+
+
+def yes_or_no_feedback() -> str:
+    """After an answer with neither yes nor no, to a task that asks for one. Imperatives only."""
+    return "The task asks for yes or no. Give your answer again, starting with Yes or No."
+
+
 def rejection_feedback(objection: str) -> str:
     """After the caller's acceptor objected to an answer."""
     return f"Your answer was not accepted: {objection}\nContinue the task: call a tool, or give a corrected answer."
