@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,3 +169,25 @@ def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_u
     run = run_agent(brain, [get_weather], "Is it raining in Bergen right now?", max_steps=3)
     assert [e.call.tool for e in run.events if isinstance(e, ToolCalled)][:1] == ["get_weather"]
     brain.close()
+
+
+@tool
+def day_of_week(date: str) -> str:
+    """The day of the week of a date.
+
+    Args:
+        date: the date, YYYY-MM-DD.
+    """
+    return "a Tuesday"
+
+
+def test_a_date_layout_in_a_tools_documentation_holds_the_constrained_argument_to_it() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096)
+    run = run_agent(brain, [day_of_week], "On which day of the week did 14 July 1789 fall?", max_steps=2)
+    called = [e.call for e in run.events if isinstance(e, ToolCalled)]
+    assert called, run.reason
+    # the model wrote the task's "14 July 1789" without the pattern; the grammar allows digits only
+    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", call.args["date"]) for call in called), called

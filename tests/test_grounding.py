@@ -332,3 +332,35 @@ def test_declines_reads_an_answer_that_says_the_task_cannot_be_done() -> None:
     assert declines("That is not possible with the tools I have.")
     assert not declines("The maintainer is Ines Alvarez.")
     assert not declines("Cannonball run: 3 laps.")
+
+
+def test_layout_patterns_hold_a_text_argument_to_the_date_or_time_layout_its_description_writes() -> None:
+    import jsonschema
+
+    from shapeloop.grounding import layout_patterns
+
+    parameters = {
+        "type": "object",
+        "properties": {
+            "date": {"type": "string", "description": "the date, YYYY-MM-DD."},
+            "start": {"type": "string", "description": "local start time, HH:MM (24-hour)"},
+            "stay": {"type": "object", "properties": {"until": {"type": "string", "description": "DD/MM/YYYY"}}},
+            "days": {"type": "array", "items": {"type": "string", "description": "each YYYY-MM-DD"}},
+            "given": {"type": "string", "format": "date", "description": "YYYY-MM-DD"},  # its own format stays
+            "clock": {"type": "string", "description": "hh:mm am/pm"},  # a 12-hour layout: not digits only
+            "name": {"type": "string", "description": "who, e.g. MM"},
+        },
+        "required": ["date"],
+    }
+    held = layout_patterns(parameters)
+    assert held is not parameters and parameters["properties"]["date"].get("pattern") is None  # not changed
+    good = {"date": "1789-07-14", "start": "14:30", "stay": {"until": "14/07/1789"}, "days": ["1789-07-14"],
+            "given": "1789-07-14", "clock": "2:30 pm", "name": "MM"}  # fmt: skip
+    jsonschema.validate(good, held)
+    for field, bad in (("date", "14 July 1789"), ("start", "2:30 PM"), ("stay", {"until": "1789-07-14"}),
+                       ("days", ["July 14"])):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**good, field: bad}, held)
+    assert [name for name, schema in held["properties"].items() if "pattern" in schema] == ["date", "start"]
+    plain = {"type": "object", "properties": {"city": {"type": "string", "description": "a city"}}}
+    assert layout_patterns(plain) is plain

@@ -800,3 +800,29 @@ def test_an_answer_without_yes_or_no_to_a_task_that_asks_for_one_is_questioned_o
     assert run_agent(ScriptedBrain([answer_step("No, there is no wolf.")]), [lookup], task).steps == 1
     # a task that does not ask for yes or no
     assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1
+
+
+def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_its_own_schema() -> None:
+    @tool
+    def day_of_week(date: str) -> str:
+        """The day of the week of a date.
+
+        Args:
+            date: the date, YYYY-MM-DD.
+        """
+        return "a Tuesday"
+
+    pattern = '"pattern": "^\\\\d{4}-\\\\d{2}-\\\\d{2}$"'
+    brain = ScriptedBrain([tool_step("day_of_week", date="1789-07-14"), answer_step("A Tuesday.")])
+    assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+    assert all(pattern in json.dumps(asked.schema) for asked in brain.asked)
+    assert "pattern" not in json.dumps(day_of_week.parameters)
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.LAYOUT_PATTERNS = loop_module.LAYOUT_PATTERNS, False
+    try:
+        brain = ScriptedBrain([answer_step("A Tuesday.")])
+        assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+        assert pattern not in json.dumps(brain.asked[0].schema)
+    finally:
+        loop_module.LAYOUT_PATTERNS = saved

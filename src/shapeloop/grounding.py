@@ -245,3 +245,47 @@ def declines(answer: str) -> bool:
     """Whether an answer says the task cannot be done ("I cannot delete files with these tools",
     "Sorry, I don't have access to that"): such an answer states nothing it would have to have read."""
     return _DECLINING.search(answer) is not None
+
+
+# A date or time layout a parameter's description writes ("the date, YYYY-MM-DD", "HH:MM (24-hour)").
+_LAYOUT = re.compile(r"(?<![\w-])(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)(?:[-/:.T](?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss))+(?![\w-])")
+
+
+def layout_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``parameters`` with a ``pattern`` on every text property, at any depth, whose description writes
+    a date or time layout and that has no pattern, enum or format of its own: "YYYY-MM-DD" becomes
+    ``^\\d{4}-\\d{2}-\\d{2}$``, so the constrained step writes the value in that layout. The same
+    object when none does.
+
+    qwen2.5-coder-0.5b called ``day_of_week(date="14 July 1789")`` against "the date, YYYY-MM-DD", as
+    the task wrote it; held to the layout, the digits are the date's.
+    """
+    changed = _with_layout(parameters)
+    return parameters if changed is None else changed
+
+
+def _with_layout(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The schema with layout patterns added, or None where nothing changes."""
+    out: dict[str, Any] = {}
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        changed = {name: _with_layout(sub) for name, sub in properties.items() if isinstance(sub, Mapping)}
+        if any(sub is not None for sub in changed.values()):
+            out["properties"] = {name: changed.get(name) or sub for name, sub in properties.items()}
+    items = schema.get("items")
+    if isinstance(items, Mapping) and (sub := _with_layout(items)) is not None:
+        out["items"] = sub
+    if schema.get("type") == "string" and not any(key in schema for key in ("pattern", "enum", "const", "format")):
+        described = str(schema.get("description", ""))
+        found = _LAYOUT.search(described)
+        if found is not None and not re.search(r"\b(?:am|pm|a\.m\.|p\.m\.)(?:\b|$)", described, re.IGNORECASE):
+            out["pattern"] = "^" + _layout_regex(found.group(0)) + "$"
+    return {**schema, **out} if out else None
+
+
+def _layout_regex(layout: str) -> str:
+    """``YYYY-MM-DD`` -> ``\\d{4}-\\d{2}-\\d{2}``; ``T`` and the separators stand for themselves."""
+    return "".join(
+        rf"\d{{{len(m.group(0))}}}" if m.group(1) else re.escape(m.group(0)) if m.group(0) == "." else m.group(0)
+        for m in re.finditer(r"([YMDHhmSs])\1*|.", layout)
+    )

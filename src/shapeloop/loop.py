@@ -48,6 +48,7 @@ from shapeloop.grounding import (
     asked_only,
     declines,
     holds_value,
+    layout_patterns,
     named_inputs,
     named_required,
     result_words,
@@ -77,6 +78,9 @@ NAMED_REQUIRED = True
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
+# Hold a text argument to the date or time layout its documentation writes ("YYYY-MM-DD") in the
+# constrained step; False to measure without it.
+LAYOUT_PATTERNS = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
 # Question an answer given before any call to a task that names a file, a URL or an email address
@@ -221,12 +225,7 @@ def run_agent(
     trimmed = ASKED_ONLY and any(t.optional_when_named for t in offered)
 
     def schema_without(excluded: frozenset[str], answer: bool = True, given: str | None = None) -> dict[str, Any]:
-        kept = [t for t in offered if t.name not in excluded]
-        if given is not None and trimmed:
-            words = result_words(given)
-            kept = [_asked_only(t, words, given) for t in kept]
-        if given is not None and NAMED_REQUIRED:
-            kept = [_named_required(t, given) for t in kept]
+        kept = [_as_offered(t, given, trimmed) for t in offered if t.name not in excluded]
         key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
                          for t in kept))  # fmt: skip
         if key not in built:
@@ -869,18 +868,18 @@ class _Run:
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
 
 
-def _asked_only(tool: Tool, words: frozenset[str], given: str) -> Tool:
-    """The tool as the constrained step offers it: without the optional arguments nothing asks for."""
-    if not tool.optional_when_named:
-        return tool
-    parameters = asked_only(tool.parameters, words, given)
-    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
-
-
-def _named_required(tool: Tool, given: str) -> Tool:
-    """The tool as the constrained step offers it: an optional argument whose enum value the task or a
-    result names is required."""
-    parameters = named_required(tool.parameters, given)
+def _as_offered(tool: Tool, given: str | None, trimmed: bool) -> Tool:
+    """The tool as the constrained step offers it (its arguments as the toolbox checks them stay
+    as they are): a date or time layout its documentation writes is a pattern
+    (:func:`~shapeloop.grounding.layout_patterns`); and, once there is a conversation (``given``),
+    without the optional arguments nothing asks for (``trimmed``:
+    :func:`~shapeloop.grounding.asked_only`), with an optional argument required whose enum value
+    it names (:func:`~shapeloop.grounding.named_required`)."""
+    parameters = layout_patterns(tool.parameters) if LAYOUT_PATTERNS else tool.parameters
+    if given is not None and trimmed and tool.optional_when_named:
+        parameters = asked_only(parameters, result_words(given), given)
+    if given is not None and NAMED_REQUIRED:
+        parameters = named_required(parameters, given)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
