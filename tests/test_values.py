@@ -45,6 +45,10 @@ def _variant_tools(schema: object) -> set[str]:
     return {v["properties"]["tool"]["const"] for v in schema.get("anyOf", [schema])} - {""}
 
 
+def _actions(schema: Any) -> list[str]:
+    return [v["properties"]["action"]["const"] for v in schema.get("anyOf", [schema])]
+
+
 @pytest.mark.parametrize(
     ("seen", "value"),
     [
@@ -276,3 +280,55 @@ def test_an_optional_enum_argument_the_task_names_is_required() -> None:
     # its default, or no value named, leaves it optional
     assert named_required(hash_text.parameters, "the sha256 of 'a'") is hash_text.parameters
     assert named_required(hash_text.parameters, "hash 'a'") is hash_text.parameters
+
+
+@tool
+def geocode(city: str) -> str:
+    """Latitude and longitude of a city."""
+    return f"{city}: latitude 41.1579, longitude -8.6291"
+
+
+@tool
+def get_timezone(latitude: float, longitude: float) -> str:
+    """Time zone at a point given by its coordinates."""
+    return "Europe/Lisbon"
+
+
+@tool
+def geo_distance(lat1: float, lon1: float) -> str:
+    """Distance from a point given by latitude and longitude.
+
+    Args:
+        lat1: latitude of the point.
+        lon1: longitude of the point.
+    """
+    return "0 km"
+
+
+def test_after_a_refused_value_a_tool_that_gives_it_is_named_and_called_next() -> None:
+    brain = ScriptedBrain([
+        tool_step("get_timezone", latitude=38.77, longitude=-82.42),  # made up
+        tool_step("geocode", city="Porto"),
+        tool_step("get_timezone", latitude=41.1579, longitude=-8.6291),
+        answer_step("Europe/Lisbon"),
+    ])  # fmt: skip
+    run = run_agent(brain, [get_timezone, geocode, geo_distance], "which time zone is porto in?")
+    assert run.answer == "Europe/Lisbon" and run.steps == 4
+    feedback = brain.asked[1].messages[-1]["content"]
+    assert feedback.endswith("Call geocode first to get it.")  # geo_distance takes a latitude, it gives none
+    assert _variant_tools(brain.asked[1].schema) == {"geocode"} and _actions(brain.asked[1].schema) == ["tool"]
+    # no tool gives a bpm: the refusal says its finding only, and the next step may answer
+    brain = ScriptedBrain([tool_step("bpm_to_ms", bpm=120), answer_step("I cannot play music.")])
+    run = run_agent(brain, [bpm_to_ms, geocode], "Play some jazz.")
+    assert run.answer == "I cannot play music." and brain.asked[1].messages[-1]["content"].endswith("made up.")
+
+
+def test_gives_reads_a_tools_name_and_description_against_its_own_parameters() -> None:
+    from shapeloop.grounding import gives
+
+    assert gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "latitude")
+    assert not gives("geo_distance", "Distance between points given by latitude and longitude.",
+                     geo_distance.parameters, "latitude")  # fmt: skip
+    assert gives("findEmployee", "Find an employee by name.", {"properties": {"name": {}}}, "employee_id")
+    assert not gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "bpm")
+    assert not gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "id")  # no words left

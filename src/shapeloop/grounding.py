@@ -289,3 +289,20 @@ def _layout_regex(layout: str) -> str:
         rf"\d{{{len(m.group(0))}}}" if m.group(1) else re.escape(m.group(0)) if m.group(0) == "." else m.group(0)
         for m in re.finditer(r"([YMDHhmSs])\1*|.", layout)
     )
+
+
+def gives(name: str, description: str, parameters: Mapping[str, Any], wanted: str) -> bool:
+    """Whether a tool, by its name and description, gives what a parameter called ``wanted`` takes,
+    and takes no such thing itself: ``geocode`` ("Latitude and longitude of a city", taking ``city``)
+    gives ``latitude``; ``geo_distance`` (described with latitudes, taking ``lat1`` "latitude of the
+    first point") takes it. The parameter's words (:func:`_name_words`) must all be among the tool's.
+    """
+    needed = _name_words(wanted)
+    if not needed or not needed <= result_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.]", " ", name) + " " + description):
+        return False
+    properties = parameters.get("properties")
+    for key, schema in properties.items() if isinstance(properties, Mapping) else ():
+        described = str(schema.get("description", "")) if isinstance(schema, Mapping) else ""
+        if needed & (_name_words(str(key)) | result_words(described)):
+            return False
+    return True

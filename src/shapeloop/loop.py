@@ -47,6 +47,7 @@ from shapeloop.extract import extract_step
 from shapeloop.grounding import (
     asked_only,
     declines,
+    gives,
     holds_value,
     layout_patterns,
     named_inputs,
@@ -78,6 +79,9 @@ NAMED_REQUIRED = True
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
+# After a call refused for a made-up value, name the tools whose documentation says they give it, and
+# have the next constrained step call one (see _refused); False to measure without it.
+PROVIDERS = True
 # Hold a text argument to the date or time layout its documentation writes ("YYYY-MM-DD") in the
 # constrained step; False to measure without it.
 LAYOUT_PATTERNS = True
@@ -533,7 +537,10 @@ class _Run:
     def _refused(self, calls: list[ToolCall], raw: str) -> bool:
         """Refuse a step whose calls hold a number, date or time that nothing the model was given
         writes (``ground_values``): none of its calls runs, their tools are kept out of the next
-        constrained step, and the model is told to use what it was given, or to answer."""
+        constrained step, and the model is told what the task does not give. Where other tools say
+        they give it (:func:`~shapeloop.grounding.gives`: ``geocode``, "Latitude and longitude of a
+        city", for ``get_timezone(latitude, longitude)``), the model is told to call one, and the
+        next constrained step does: qwen2.5-coder-0.5b, refused, answered "Not run." instead."""
         if not self.ground_values:
             return False
         given = self._given() + "\n" + self.answered_before
@@ -553,7 +560,16 @@ class _Run:
         self.excluded |= self.blocked
         refused = [(c.tool, v) for c, v in made_up]
         self.quotable.append(prompts.made_up_values_finding(refused))
-        self._barren(raw, prompts.made_up_values_feedback(refused), "made-up-value")
+        wanted = {str(path).split(".")[-1].split("[")[0] for _, values in made_up for path, _ in values}
+        providers = [
+            tool.name for tool in self.toolbox.tools.values()
+            if tool.name not in self.excluded and not tool.needs_approval
+            and any(gives(tool.name, tool.description, tool.parameters, name) for name in wanted)
+        ] if PROVIDERS else []  # fmt: skip
+        self._barren(raw, prompts.made_up_values_feedback(refused, providers), "made-up-value")
+        if providers and self.outcome is None:
+            self.only = frozenset(providers)
+            self.must_call = True
         return True
 
     def _waiting(self, call: ToolCall) -> str | None:

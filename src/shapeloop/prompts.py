@@ -286,11 +286,17 @@ def made_up_values_finding(refused: Sequence[tuple[str, Sequence[tuple[str, Any]
     return f"the task does not give {' or '.join(said)}, and a value cannot be made up"
 
 
-def made_up_values_feedback(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
+def made_up_values_feedback(
+    refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]], providers: Sequence[str] = ()
+) -> str:
     """After a step whose calls hold numbers, dates or times that nothing the model was given writes:
-    the finding alone. With "Use given values, or answer." after it, qwen2.5-coder-0.5b answered
-    with both sentences; the refused tool is kept out of the next step, which says the rest."""
-    return f"Not run: {made_up_values_finding(refused)}."
+    the finding, and where ``providers`` (tools that give those values) are named, an imperative to
+    call one. With "Use given values, or answer." after it, qwen2.5-coder-0.5b answered with both
+    sentences; the refused tool is kept out of the next step, which says the rest."""
+    text = f"Not run: {made_up_values_finding(refused)}."
+    if providers:
+        text += f" Call {' or '.join(providers)} first to get it."
+    return text
 
 
 def error_answer_feedback() -> str:
