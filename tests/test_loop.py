@@ -578,22 +578,22 @@ def test_an_answer_right_after_a_result_that_an_uncalled_tool_takes_is_questione
 
 
 def test_the_chain_step_may_offer_the_answer_too_or_everything() -> None:
-    import shapeloop.loop as loop_module
+    import shapeloop.checks as checks_module
 
     script = [tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418"), answer_step("E-30418")]
-    saved = loop_module.CHAIN_STEP
+    saved = checks_module.CHAIN_STEP
     try:
         cases = (("choose", {"get_leave_balance"}, ["tool", "answer"]),
                  ("open", {"find_employee", "get_leave_balance"}, ["tool", "tool", "answer"]))  # fmt: skip
         for setting, tools, actions in cases:
-            loop_module.CHAIN_STEP = setting  # type: ignore[assignment]
+            checks_module.CHAIN_STEP = setting  # type: ignore[assignment]
             brain = ScriptedBrain(list(script))
             run = run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's leave?")
             assert run.answer == "E-30418" and run.steps == 3
             assert _variant_tools(brain.asked[2].schema) == tools and _actions(brain.asked[2].schema) == actions
             assert "give your answer again" in brain.asked[2].messages[-1]["content"]
     finally:
-        loop_module.CHAIN_STEP = saved
+        checks_module.CHAIN_STEP = saved
 
 
 def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_tool_takes() -> None:
@@ -614,14 +614,14 @@ def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_t
                            tool_step("find_employee", name="Jonas Berg"), answer_step("17.5 days")])  # fmt: skip
     assert run_agent(brain, [find_employee, get_leave_balance], "Leave of E-30418, and whose?").steps == 3
     # turned off
-    import shapeloop.loop as loop_module
+    import shapeloop.checks as checks_module
 
-    saved, loop_module.CHAIN_CHECK = loop_module.CHAIN_CHECK, False
+    saved, checks_module.CHAIN_CHECK = checks_module.CHAIN_CHECK, False
     try:
         brain = ScriptedBrain([tool_step("find_employee", name="Jonas Berg"), answer_step("E-30418")])
         assert run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's id?").steps == 2
     finally:
-        loop_module.CHAIN_CHECK = saved
+        checks_module.CHAIN_CHECK = saved
 
 
 def test_the_chain_question_never_points_to_a_tool_that_acts() -> None:
@@ -741,13 +741,13 @@ def test_the_unread_question_is_not_asked_where_nothing_is_unread_or_the_answer_
     # no step left to act on it
     assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?", max_steps=1).ok
     # turned off
-    import shapeloop.loop as loop_module
+    import shapeloop.checks as checks_module
 
-    saved, loop_module.UNREAD_CHECK = loop_module.UNREAD_CHECK, False
+    saved, checks_module.UNREAD_CHECK = checks_module.UNREAD_CHECK, False
     try:
         assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?").steps == 1
     finally:
-        loop_module.UNREAD_CHECK = saved
+        checks_module.UNREAD_CHECK = saved
 
 
 def test_a_result_that_points_to_one_file_questions_an_answer_and_the_next_step_reads_it(tmp_path: Path) -> None:

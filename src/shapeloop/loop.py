@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from shapeloop import prompts
+from shapeloop import checks, prompts
 from shapeloop.brain import (
     Brain,
     Capabilities,
@@ -44,17 +44,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import (
-    asked_only,
-    declines,
-    gives,
-    holds_value,
-    layout_patterns,
-    named_inputs,
-    named_required,
-    result_words,
-    taken_from,
-)
+from shapeloop.grounding import asked_only, layout_patterns, named_required, result_words
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
@@ -64,12 +54,8 @@ from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_wi
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.values import made_up_values
 
-# The chain check (see _Run._unchained): whether an answer is questioned when another tool takes a
-# value the last result gives, and what the next constrained step then offers: "call" those tools
-# only, "choose" those tools or the answer, "open" everything. Module settings so that the
-# benchmark's variants can change them; "call" was measured against "choose" on the tune half.
-CHAIN_CHECK = True
-CHAIN_STEP: Literal["call", "choose", "open"] = "call"
+# Module settings so that the benchmark's variants can change them (the questions put to an answer
+# have theirs in shapeloop.checks).
 # Whether the constrained step's schema leaves out the optional arguments of a tool built with
 # ``optional_when_named`` that neither the task nor a result names (see grounding.asked_only).
 ASKED_ONLY = True
@@ -79,17 +65,11 @@ NAMED_REQUIRED = True
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
-# After a call refused for a made-up value, name the tools whose documentation says they give it, and
-# have the next constrained step call one (see _refused); False to measure without it.
-PROVIDERS = True
 # Hold a text argument to the date or time layout its documentation writes ("YYYY-MM-DD") in the
 # constrained step; False to measure without it.
 LAYOUT_PATTERNS = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
-# Question an answer given before any call to a task that names a file, a URL or an email address
-# a tool takes (see _unread); False to measure without it.
-UNREAD_CHECK = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -313,8 +293,8 @@ class _Run:
     # instead of answering from the result they had.
     must_answer: bool = False
     answer_forced: bool = False  # the last request allowed an answer only
-    # An answer given while another tool takes a value the last result gives is questioned, and the
-    # next constrained step calls that tool (see _unchained); ``only`` holds the tools it may call.
+    # An answer put a question (see _questioned) may leave the next constrained step fewer choices:
+    # ``only`` holds the tools it may call.
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
     form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
@@ -540,7 +520,7 @@ class _Run:
         constrained step, and the model is told what the task does not give. Where other tools say
         they give it (:func:`~shapeloop.grounding.gives`: ``geocode``, "Latitude and longitude of a
         city", for ``get_timezone(latitude, longitude)``), the model is told to call one, and the
-        next constrained step does: qwen2.5-coder-0.5b, refused, answered "Not run." instead."""
+        next constrained step does (:func:`~shapeloop.checks.providers`)."""
         if not self.ground_values:
             return False
         given = self._given() + "\n" + self.answered_before
@@ -561,11 +541,7 @@ class _Run:
         refused = [(c.tool, v) for c, v in made_up]
         self.quotable.append(prompts.made_up_values_finding(refused))
         wanted = {str(path).split(".")[-1].split("[")[0] for _, values in made_up for path, _ in values}
-        providers = [
-            tool.name for tool in self.toolbox.tools.values()
-            if tool.name not in self.excluded and not tool.needs_approval
-            and any(gives(tool.name, tool.description, tool.parameters, name) for name in wanted)
-        ] if PROVIDERS else []  # fmt: skip
+        providers = checks.providers(wanted, self.toolbox.tools.values(), self.excluded)
         self._barren(raw, prompts.made_up_values_feedback(refused, providers), "made-up-value")
         if providers and self.outcome is None:
             self.only = frozenset(providers)
@@ -691,7 +667,7 @@ class _Run:
             return
         else:
             value = text = answer
-        if self._unread(text) or self._unchained(text) or self._not_yes_or_no(text):
+        if self._questioned(text):
             return
         verdict: bool | str = True if self.accept is None else self.accept(value)
         if verdict is True:
@@ -725,91 +701,29 @@ class _Run:
             words = words.replace(finding, "\n")
         return words
 
-    def _unread(self, shown: str) -> bool:
-        """Question an answer given before any call when the task names a file, a URL or an email
-        address that a tool takes (:func:`~shapeloop.grounding.named_inputs`): the model cannot see
-        it. qwen2.5-coder-0.5b answered "Who is the maintainer named in readme.md?" with "The
-        maintainer of this repository is @johndoe." without reading it. The next constrained step
-        calls one of those tools. Once a run; not an answer that declines ("I cannot delete
-        files"), nor one to a step that had to answer, nor with no step left; not for tools that
-        act (``needs_approval``)."""
-        if not UNREAD_CHECK or self.called or self.unread_asked or self.answer_forced or declines(shown):
+    def _questioned(self, shown: str) -> bool:
+        """Put the first question :mod:`shapeloop.checks` has for this answer to the model, each
+        once a run; none when the step had to answer or no step is left to act on it."""
+        if self.answer_forced or self.step >= self.max_steps:
             return False
-        if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
+        if self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
-        takers = [
-            (tool.name, *named[0])
-            for tool in self.toolbox.tools.values()
-            if tool.name not in self.excluded and not tool.needs_approval
-            and (named := named_inputs(tool.parameters, self.task))
-        ]  # fmt: skip
-        if not takers:
+        tools = self.toolbox.tools.values()
+        question = None
+        if not self.called and not self.unread_asked:
+            question = checks.unread(self.task, shown, tools, self.excluded)
+            self.unread_asked = question is not None
+        if question is None and self.last_result is not None:
+            question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
+            self.chain_asked |= question.named if question is not None else set()
+        if question is None and not self.form_asked:
+            question = checks.not_yes_or_no(self.task, shown)
+            self.form_asked = question is not None
+        if question is None:
             return False
-        self.unread_asked = True
-        listed = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
-        objection = f"given before any call, though the task names what a tool reads: {listed}"
-        self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
-        self._say("user", prompts.unread_feedback(takers))
-        self.only = frozenset(name for name, _, _ in takers)
-        self.must_call = True
-        return True
-
-    def _not_yes_or_no(self, shown: str) -> bool:
-        """Question, once a run, an answer without a yes or a no to a task that asks for one ("Does
-        animals.txt list a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's
-        text. The next step may answer or call a tool; the answer after it stands."""
-        if self.form_asked or self.step >= self.max_steps or not prompts.asks_yes_or_no(self.task):
-            return False
-        if re.search(r"\b(?:yes|no)\b", shown, re.IGNORECASE):
-            return False
-        self.form_asked = True
-        self._emit(AnswerRejected(step=self.step, text=shown, objection="the task asks for yes or no"))
-        self._say("user", prompts.yes_or_no_feedback())
-        return True
-
-    def _unchained(self, shown: str) -> bool:
-        """Question an answer given right after a result that another tool takes as its argument
-        (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``),
-        or that points to one file, URL or email address a tool takes ("The answer you want is in
-        data/secret.txt", for ``read_file`` itself): the next constrained step calls one of those
-        tools (``CHAIN_STEP``). Each tool is named once a run; not one already called with a value
-        of this result, nor one that acts (``needs_approval``); only after a single call's result
-        that holds a number (a value, not "no such employee") or that one pointer, to a value no
-        call has used yet ("appended to notes.txt" points nowhere new); never when the
-        step had to answer or there is no step left to act on it. qwen2.5-coder-0.5b answered most
-        two-step tasks with their first result."""
-        result = self.last_result
-        if not CHAIN_CHECK or result is None or result.status is not ToolStatus.OK or self.answer_forced:
-            return False
-        if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
-            return False
-        words = result_words(result.text)
-        holds_number = re.search(r"\d", result.text) is not None
-        used = {str(value).strip().casefold() for call in self.called for value in call.args.values()}
-        takers = []
-        for tool in self.toolbox.tools.values():
-            if tool.name in self.chain_asked | self.excluded or tool.needs_approval:
-                continue
-            if any(holds_value(result.text, value)
-                   for call in self.called if call.tool == tool.name for value in call.args.values()):  # fmt: skip
-                continue
-            pointed = [
-                (p, v) for p, v in named_inputs(tool.parameters, result.text, alone=True) if v.casefold() not in used
-            ]
-            if pointed:  # "The answer you want is in data/secret.txt": even the tool that gave it
-                takers.append((tool.name, pointed[0][0]))
-            elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words)):
-                takers.append((tool.name, taken))
-        if not takers:
-            return False
-        self.chain_asked |= {name for name, _ in takers}
-        named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
-        objection = f"not yet called, and taking a value the last result gives: {named}"
-        self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
-        self._say("user", prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"))
-        if CHAIN_STEP != "open":
-            self.only = frozenset(name for name, _ in takers)
-            self.must_call = CHAIN_STEP == "call"
+        self._emit(AnswerRejected(step=self.step, text=shown, objection=question.objection))
+        self._say("user", question.feedback)
+        self.only, self.must_call = question.only, question.must_call
         return True
 
     def _echoes_failure(self, text: str) -> bool:

@@ -1,0 +1,145 @@
+"""Questions the loop puts to an answer before it stands, and the tools that give a refused value.
+
+Each question is asked once a run, and only where it can still help (a step is left to act on it).
+An answer is questioned when, by what the conversation holds, the task is not done yet:
+
+- :func:`unread`: no call was made, and the task names a file, a URL or an email address that a
+  tool takes ("Who is the maintainer named in readme.md?");
+- :func:`unchained`: the last result gives a value another tool takes ("employee id E-30418" for
+  ``get_leave_balance(employee_id)``), or points to one file ("The answer you want is in
+  data/secret.txt");
+- :func:`not_yes_or_no`: the task asks for a yes or a no, and the answer holds neither.
+
+A question says what the next constrained step may do (:class:`Question`). The module's switches
+turn each off, for the benchmark's variants.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from shapeloop import prompts
+from shapeloop.grounding import declines, gives, holds_value, named_inputs, result_words, taken_from
+from shapeloop.toolbox import ToolResult, ToolStatus
+from shapeloop.tools import Tool, ToolCall
+
+# Question an answer given right after a result that another tool takes (see unchained).
+CHAIN_CHECK = True
+# What the step after that question may do: "call" one of the tools named (measured best on the
+# tune half), "choose" between them and the answer, or "open" (everything, as before).
+CHAIN_STEP: Literal["call", "choose", "open"] = "call"
+# Question an answer given before any call to a task that names a file, a URL or an email address a
+# tool takes (see unread).
+UNREAD_CHECK = True
+# After a call refused for a made-up value, name the tools that say they give it (see providers).
+PROVIDERS = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """An answer put back to the model: the objection (for the ``AnswerRejected`` event), the
+    feedback it reads, the tools it named, and what the next constrained step may do."""
+
+    objection: str
+    feedback: str
+    named: frozenset[str] = frozenset()
+    only: frozenset[str] | None = None  # the tools the next constrained step may call
+    must_call: bool = False  # and it may not answer
+
+
+def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[str]) -> Question | None:
+    """Question an answer given before any call when the task names a file, a URL or an email
+    address that a tool takes (:func:`~shapeloop.grounding.named_inputs`): the model cannot see it.
+    qwen2.5-coder-0.5b answered "Who is the maintainer named in readme.md?" with "The maintainer of
+    this repository is @johndoe." without reading it. The next constrained step calls one of those
+    tools. Not an answer that declines ("I cannot delete files"); not for tools that act
+    (``needs_approval``)."""
+    if not UNREAD_CHECK or declines(answer):
+        return None
+    takers = [
+        (tool.name, *named[0])
+        for tool in tools
+        if tool.name not in excluded and not tool.needs_approval and (named := named_inputs(tool.parameters, task))
+    ]
+    if not takers:
+        return None
+    listed = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
+    names = frozenset(name for name, _, _ in takers)
+    return Question(
+        objection=f"given before any call, though the task names what a tool reads: {listed}",
+        feedback=prompts.unread_feedback(takers),
+        named=names,
+        only=names,
+        must_call=True,
+    )
+
+
+def unchained(
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+) -> Question | None:
+    """Question an answer given right after a result that another tool takes as its argument
+    (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``), or
+    that points to one file, URL or email address a tool takes ("The answer you want is in
+    data/secret.txt", for ``read_file`` itself): the next constrained step calls one of those tools
+    (``CHAIN_STEP``). Not a tool in ``excluded`` (kept out, or named before), one already called with
+    a value of this result, nor one that acts (``needs_approval``); only after a good result that
+    holds a number (a value, not "no such employee") or that one pointer, to a value no call has
+    used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
+    tasks with their first result."""
+    if not CHAIN_CHECK or result.status is not ToolStatus.OK:
+        return None
+    words = result_words(result.text)
+    holds_number = re.search(r"\d", result.text) is not None
+    used = {str(value).strip().casefold() for call in called for value in call.args.values()}
+    takers = []
+    for tool in tools:
+        if tool.name in excluded or tool.needs_approval:
+            continue
+        if any(
+            holds_value(result.text, value) for call in called if call.tool == tool.name for value in call.args.values()
+        ):
+            continue
+        pointed = [p for p, v in named_inputs(tool.parameters, result.text, alone=True) if v.casefold() not in used]
+        if pointed:  # "The answer you want is in data/secret.txt": even the tool that gave it
+            takers.append((tool.name, pointed[0]))
+        elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words)):
+            takers.append((tool.name, taken))
+    if not takers:
+        return None
+    named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
+    names = frozenset(name for name, _ in takers)
+    return Question(
+        objection=f"not yet called, and taking a value the last result gives: {named}",
+        feedback=prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"),
+        named=names,
+        only=None if CHAIN_STEP == "open" else names,
+        must_call=CHAIN_STEP == "call",
+    )
+
+
+def not_yes_or_no(task: str, answer: str) -> Question | None:
+    """Question an answer without a yes or a no to a task that asks for one ("Does animals.txt list
+    a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's text. The next step may
+    answer or call a tool."""
+    if not prompts.asks_yes_or_no(task) or re.search(r"\b(?:yes|no)\b", answer, re.IGNORECASE):
+        return None
+    return Question(objection="the task asks for yes or no", feedback=prompts.yes_or_no_feedback())
+
+
+def providers(wanted: Iterable[str], tools: Iterable[Tool], excluded: frozenset[str]) -> list[str]:
+    """The tools whose documentation says they give a value that a parameter in ``wanted`` takes
+    (:func:`~shapeloop.grounding.gives`: ``geocode``, "Latitude and longitude of a city", for
+    ``get_timezone(latitude, longitude)``); not one in ``excluded``, nor one that acts.
+    qwen2.5-coder-0.5b, refused for made-up coordinates, answered "Not run." instead of calling it."""
+    if not PROVIDERS:
+        return []
+    names = set(wanted)
+    return [
+        tool.name
+        for tool in tools
+        if tool.name not in excluded and not tool.needs_approval
+        and any(gives(tool.name, tool.description, tool.parameters, name) for name in names)
+    ]  # fmt: skip
