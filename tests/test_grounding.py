@@ -364,3 +364,34 @@ def test_layout_patterns_hold_a_text_argument_to_the_date_or_time_layout_its_des
     assert [name for name, schema in held["properties"].items() if "pattern" in schema] == ["date", "start"]
     plain = {"type": "object", "properties": {"city": {"type": "string", "description": "a city"}}}
     assert layout_patterns(plain) is plain
+
+
+def test_named_inputs_leaves_out_what_only_looks_like_a_file_and_keeps_whole_names() -> None:
+    from shapeloop.grounding import named_inputs
+
+    path = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    for task in ("Is Node.js single-threaded?", "visit google.com", "Mr.Smith said so", "print(sys.argv)",
+                 "Thanks.Can you help", "Python 3.x", "version 3.2.1", "api.met.no says"):  # fmt: skip
+        assert named_inputs(path, task) == [], task
+    assert named_inputs(path, "unpack archive.tar.gz") == [("path", "archive.tar.gz")]
+    assert named_inputs(path, "open 'meeting notes.txt' now") == [("path", "meeting notes.txt")]
+    assert named_inputs(path, "READ REPORT.PDF") == [("path", "REPORT.PDF")]
+    # the name's last word says what it takes: an email body is not an address
+    body = {"properties": {"email_body": {"type": "string"}}, "required": ["email_body"]}
+    assert named_inputs(body, "write to a@b.com") == []
+
+
+def test_layout_patterns_take_the_whole_layout_and_leave_choices_alone() -> None:
+    from shapeloop.grounding import layout_patterns
+
+    def pattern(description: str) -> str | None:
+        held = layout_patterns({"properties": {"x": {"type": "string", "description": description}}})
+        return held["properties"]["x"].get("pattern")
+
+    assert pattern("YYYY-MM-DD HH:MM") == r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$"
+    assert pattern("yyyy-MM-dd HH:mm:ss") == r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
+    assert pattern("YYYY-MM-DDTHH:MM:SSZ") == r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+    for free in ("YYYY-MM-DD or 'today'", "DD-MM-YYYY or YYYY-MM-DD", "hh:mm am/pm", "UTC+HH:MM", "D/M/YYYY"):
+        assert pattern(free) is None, free
+    nullable = {"properties": {"x": {"type": ["string", "null"], "description": "YYYY-MM-DD"}}}
+    assert layout_patterns(nullable)["properties"]["x"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"

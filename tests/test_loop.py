@@ -449,7 +449,7 @@ def test_an_answer_copied_from_the_worked_example_is_refused_unless_the_task_is_
     assert run.answer == "The colour is red." and run.steps == 3
     rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
     assert rejected == ["the answer was copied from the prompt's worked example"]
-    assert "comes from the example in the instructions" in brain.asked[2].messages[-1]["content"]
+    assert "comes from the example in the instructions" in run.messages[5]["content"]  # kept in the transcript
     # a task, a result or the caller's instructions that speak of apples make the same words an answer
     for task, system in (("Apples are 2.40 EUR a kilo. What does a kilo cost?", None),
                          ("Price?", "We sell apples at 2.40 EUR.")):  # fmt: skip
@@ -462,21 +462,27 @@ def test_an_answer_copied_from_the_worked_example_is_refused_unless_the_task_is_
 def test_the_worked_example_is_withdrawn_from_the_prompt_once_an_answer_copies_it(tmp_path: Path) -> None:
     copies = ("A kilo of apples costs 2.40 EUR.", "The result gives the price.")  # the example, its reason
     for copied in copies:
-        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(copied), answer_step(copied),
-                               answer_step("The colour is red.")])  # fmt: skip
+        brain = ScriptedBrain(
+            [tool_step("lookup", key="colour"), answer_step(copied), answer_step("The colour is red.")]
+        )
         transcript = tmp_path / f"{len(copied)}.jsonl"
         run = run_agent(brain, [lookup], "What colour?", transcript_path=transcript)
-        assert run.answer == "The colour is red." and run.steps == 4, copied
-        systems = [asked.messages[0]["content"] for asked in brain.asked]
-        assert "Example, with a made-up tool" in systems[0] and systems[0] == systems[1]
-        assert all("Example, with a made-up tool" not in text and "Tools:" in text for text in systems[2:])
-        # the copy stays refused after the example is gone (the model's own copy is still in view)
-        rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
-        assert len(rejected) == 2 and rejected[0] == rejected[1]
+        assert run.answer == "The colour is red." and run.steps == 3, copied
+        # the step is asked again without the example, and without the copy and the feedback on it
+        assert "Example, with a made-up tool" in brain.asked[1].messages[0]["content"]
+        again = brain.asked[2].messages
+        assert "Example, with a made-up tool" not in again[0]["content"] and "Tools:" in again[0]["content"]
+        assert [m["role"] for m in again] == ["system", "user", "assistant", "user"]
+        assert again[1:] == brain.asked[1].messages[1:]
+        # the transcript keeps everything, and notes the new prompt
         entries = [json.loads(line) for line in transcript.read_text().splitlines()]
         changed = [e for e in entries if e["type"] == "system_prompt"]
-        assert len(changed) == 1 and changed[0]["step"] == 2 and changed[0]["content"] == systems[2]
-        assert [m["role"] for m in run.messages].count("system") == 1
+        assert len(changed) == 1 and changed[0]["step"] == 2 and changed[0]["content"] == again[0]["content"]
+        assert sum(copied in m["content"] for m in run.messages if m["role"] == "assistant") == 1
+    # once a run: after it, the example's words may be an answer ("apples" for a task on apple)
+    brain = ScriptedBrain([answer_step("Apples."), answer_step("Apples.")])
+    run = run_agent(brain, [lookup], "What is the plural of 'apple'?")
+    assert run.answer == "Apples." and run.steps == 2
     # turned off, the prompt stays as it was
     import shapeloop.loop as loop_module
 
@@ -485,6 +491,7 @@ def test_the_worked_example_is_withdrawn_from_the_prompt_once_an_answer_copies_i
         brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(copies[0]), answer_step("red")])
         assert run_agent(brain, [lookup], "What colour?").ok
         assert brain.asked[2].messages[0]["content"] == brain.asked[0].messages[0]["content"]
+        assert len(brain.asked[2].messages) == len(brain.asked[1].messages) + 2
     finally:
         loop_module.WITHDRAW_EXAMPLE = saved
 
@@ -524,7 +531,7 @@ def test_an_answer_that_repeats_the_loops_own_words_is_refused() -> None:
         assert run.answer == "It is red." and run.steps == 4, copied
         rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
         assert rejected == ["the answer repeats the loop's own instructions"]
-        assert "repeats words of the instructions" in brain.asked[3].messages[-1]["content"]
+        assert any("repeats words of the instructions" in m["content"] for m in run.messages)
 
 
 def test_the_loops_words_may_be_an_answer_when_the_task_or_a_result_gives_them_or_too_short() -> None:
@@ -796,7 +803,7 @@ def test_an_answer_without_yes_or_no_to_a_task_that_asks_for_one_is_questioned_o
     assert "starting with Yes or No" in brain.asked[2].messages[-1]["content"]
     # once a run: the same answer again stands; an answer with "no" stands at once
     brain = ScriptedBrain([answer_step("red"), answer_step("red")])
-    assert run_agent(brain, [lookup], "yes/no: is it red?").steps == 2
+    assert run_agent(brain, [lookup], "Is it red? yes or no").steps == 2
     assert run_agent(ScriptedBrain([answer_step("No, there is no wolf.")]), [lookup], task).steps == 1
     # a task that does not ask for yes or no
     assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1
@@ -826,3 +833,41 @@ def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_
         assert pattern not in json.dumps(brain.asked[0].schema)
     finally:
         loop_module.LAYOUT_PATTERNS = saved
+
+
+def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    # the task names a file, but the only tool that takes it deletes: the answer stands
+    run = run_agent(ScriptedBrain([answer_step("It sets up your shell.")]), [delete_file], "What is ~/.bashrc for?")
+    assert run.answer == "It sets up your shell." and run.steps == 1
+    # a question that makes the next step call needs a call and an answer left
+    brain = ScriptedBrain([answer_step("Ines")])
+    run = run_agent(brain, [read_file], "Who is named in readme.md?", max_steps=2)
+    assert run.answer == "Ines" and run.steps == 1
+
+
+def test_a_yes_or_no_question_after_a_result_makes_the_next_step_answer_and_spares_typed_or_declining_answers() -> None:
+    task = "Does the table hold a colour? Answer yes or no."
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red"), answer_step("Yes.")])
+    assert run_agent(brain, [lookup], task).answer == "Yes."
+    assert _variant_tools(brain.asked[2].schema) == set() and _actions(brain.asked[2].schema) == ["answer"]
+    for answer in ("I cannot tell without the table.", "Nope.", "Yep, red."):
+        assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], task).steps == 1, answer
+    run = run_agent(ScriptedBrain([answer_step(True)]), [lookup], task, output_type=bool)
+    assert run.output is True and run.steps == 1
+
+
+def test_the_chain_question_for_a_pointer_names_the_value_to_take() -> None:
+    @tool
+    def open_note(path: str) -> str:
+        """Open a note."""
+        return "See notes/two.txt for the answer." if path == "notes/one.txt" else "42"
+
+    brain = ScriptedBrain([tool_step("open_note", path="notes/one.txt"), answer_step("See notes/two.txt."),
+                           tool_step("open_note", path="notes/two.txt"), answer_step("42")])  # fmt: skip
+    assert run_agent(brain, [open_note], "What does notes/one.txt lead to?").answer == "42"
+    assert 'Call open_note with path "notes/two.txt" now' in brain.asked[2].messages[-1]["content"]

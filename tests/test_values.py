@@ -332,3 +332,5 @@ def test_gives_reads_a_tools_name_and_description_against_its_own_parameters() -
     assert gives("findEmployee", "Find an employee by name.", {"properties": {"name": {}}}, "employee_id")
     assert not gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "bpm")
     assert not gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "id")  # no words left
+    # a short word is in too many names: day_of_week does not give add_days' days
+    assert not gives("day_of_week", "The day of the week of a date.", {"properties": {"date": {}}}, "days")

@@ -38,6 +38,24 @@ UNREAD_CHECK = True
 PROVIDERS = True
 
 
+# Words of a tool's name that say it changes something: a question never makes the next step call it.
+_ACTING = frozenset(
+    ("delete", "remove", "rm", "write", "append", "create", "update", "send", "move", "rename", "drop", "kill",
+     "put", "post", "upload", "overwrite", "edit", "modify", "insert", "replace", "truncate", "wipe", "purge",
+     "destroy", "deploy", "publish", "submit", "cancel", "book", "order", "pay", "transfer", "execute", "exec",
+     "run", "set", "reset", "restart", "stop", "shutdown", "install", "uninstall", "save", "share", "invite",
+     "schedule", "buy", "sell", "charge", "refund", "approve", "reject", "close", "archive", "commit", "push")
+)  # fmt: skip
+
+
+def acts(tool: Tool) -> bool:
+    """Whether a tool may change something: it needs approval, or a word of its name says so
+    (``delete_file``, ``sendEmail``, ``files.write``). A question put to an answer never makes the
+    next step call such a tool: "What is ~/.bashrc for?" must not lead to ``delete_file``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name).lower()
+    return tool.needs_approval or not _ACTING.isdisjoint(spaced.split())
+
+
 @dataclass(frozen=True, kw_only=True)
 class Question:
     """An answer put back to the model: the objection (for the ``AnswerRejected`` event), the
@@ -48,6 +66,7 @@ class Question:
     named: frozenset[str] = frozenset()
     only: frozenset[str] | None = None  # the tools the next constrained step may call
     must_call: bool = False  # and it may not answer
+    must_answer: bool = False  # it may only answer
 
 
 def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[str]) -> Question | None:
@@ -56,13 +75,13 @@ def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[st
     qwen2.5-coder-0.5b answered "Who is the maintainer named in readme.md?" with "The maintainer of
     this repository is @johndoe." without reading it. The next constrained step calls one of those
     tools. Not an answer that declines ("I cannot delete files"); not for tools that act
-    (``needs_approval``)."""
+    (:func:`acts`)."""
     if not UNREAD_CHECK or declines(answer):
         return None
     takers = [
         (tool.name, *named[0])
         for tool in tools
-        if tool.name not in excluded and not tool.needs_approval and (named := named_inputs(tool.parameters, task))
+        if tool.name not in excluded and not acts(tool) and (named := named_inputs(tool.parameters, task))
     ]
     if not takers:
         return None
@@ -85,7 +104,7 @@ def unchained(
     that points to one file, URL or email address a tool takes ("The answer you want is in
     data/secret.txt", for ``read_file`` itself): the next constrained step calls one of those tools
     (``CHAIN_STEP``). Not a tool in ``excluded`` (kept out, or named before), one already called with
-    a value of this result, nor one that acts (``needs_approval``); only after a good result that
+    a value of this result, nor one that acts (:func:`acts`); only after a good result that
     holds a number (a value, not "no such employee") or that one pointer, to a value no call has
     used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
     tasks with their first result."""
@@ -94,23 +113,25 @@ def unchained(
     words = result_words(result.text)
     holds_number = re.search(r"\d", result.text) is not None
     used = {str(value).strip().casefold() for call in called for value in call.args.values()}
-    takers = []
+    takers: list[tuple[str, str, str | None]] = []
     for tool in tools:
-        if tool.name in excluded or tool.needs_approval:
+        if tool.name in excluded or acts(tool):
             continue
         if any(
             holds_value(result.text, value) for call in called if call.tool == tool.name for value in call.args.values()
         ):
             continue
-        pointed = [p for p, v in named_inputs(tool.parameters, result.text, alone=True) if v.casefold() not in used]
+        pointed = [
+            (p, v) for p, v in named_inputs(tool.parameters, result.text, alone=True) if v.casefold() not in used
+        ]
         if pointed:  # "The answer you want is in data/secret.txt": even the tool that gave it
-            takers.append((tool.name, pointed[0]))
+            takers.append((tool.name, pointed[0][0], pointed[0][1]))
         elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words)):
-            takers.append((tool.name, taken))
+            takers.append((tool.name, taken, None))
     if not takers:
         return None
-    named = ", ".join(f"{name} ({parameter})" for name, parameter in takers)
-    names = frozenset(name for name, _ in takers)
+    named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
+    names = frozenset(name for name, _, _ in takers)
     return Question(
         objection=f"not yet called, and taking a value the last result gives: {named}",
         feedback=prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"),
@@ -120,13 +141,19 @@ def unchained(
     )
 
 
-def not_yes_or_no(task: str, answer: str) -> Question | None:
+def not_yes_or_no(task: str, answer: str, *, answered_from_results: bool) -> Question | None:
     """Question an answer without a yes or a no to a task that asks for one ("Does animals.txt list
-    a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's text. The next step may
-    answer or call a tool."""
-    if not prompts.asks_yes_or_no(task) or re.search(r"\b(?:yes|no)\b", answer, re.IGNORECASE):
+    a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's text. Not an answer that
+    declines. After a result the next step answers; before one it may call a tool."""
+    if not prompts.asks_yes_or_no(task) or declines(answer):
         return None
-    return Question(objection="the task asks for yes or no", feedback=prompts.yes_or_no_feedback())
+    if re.search(r"\b(?:yes|no|yep|yeah|yup|nope|nah|true|false)\b", answer, re.IGNORECASE):
+        return None
+    return Question(
+        objection="the task asks for yes or no",
+        feedback=prompts.yes_or_no_feedback(),
+        must_answer=answered_from_results,
+    )
 
 
 def providers(wanted: Iterable[str], tools: Iterable[Tool], excluded: frozenset[str]) -> list[str]:
@@ -140,6 +167,6 @@ def providers(wanted: Iterable[str], tools: Iterable[Tool], excluded: frozenset[
     return [
         tool.name
         for tool in tools
-        if tool.name not in excluded and not tool.needs_approval
+        if tool.name not in excluded and not acts(tool)
         and any(gives(tool.name, tool.description, tool.parameters, name) for name in names)
     ]  # fmt: skip

@@ -185,29 +185,45 @@ def named_required(parameters: Mapping[str, Any], text: str) -> Mapping[str, Any
 
 
 # What a parameter takes, read off its name's words or its format, and how a task writes one.
+# File extensions a name without a slash must end in to be taken for a file ("readme.md"), so that
+# "google.com", "Mr.Smith" and "sys.argv" are not.
+_EXTENSIONS = (
+    "txt|md|markdown|rst|csv|tsv|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|log|xml|html?|css|js|mjs|ts|tsx|jsx|py|"
+    "ipynb|rb|go|rs|java|kt|c|h|cpp|hpp|cs|php|sh|bash|ps1|bat|sql|db|sqlite|pdf|docx?|xlsx?|pptx?|odt|png|jpe?g|"
+    "gif|svg|webp|mp3|wav|mp4|mov|zip|tar|gz|tgz|bz2|xz|7z|rar|lock|bin|dat|pkl|parquet"
+)
 _INPUT_KINDS: tuple[tuple[str, frozenset[str], frozenset[str], re.Pattern[str]], ...] = (
     ("url", frozenset({"url", "uri", "link", "href"}), frozenset({"uri", "url", "iri"}),
-     re.compile(r"\bhttps?://[^\s\"'<>]+[^\s\"'<>.,;:!?)]")),
-    ("email", frozenset({"email", "mail"}), frozenset({"email", "idn-email"}),
+     re.compile(r"\bhttps?://[^\s\"'<>`]+[^\s\"'<>`.,;:!?)\]}。、…]", re.IGNORECASE)),
+    ("email", frozenset({"email"}), frozenset({"email", "idn-email"}),
      re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")),
-    # a file: a name with an extension, or a path with a slash ("readme.md", "notes/todo.txt",
-    # "../../etc/passwd", "/data"); not a number ("3.5"), a version ("v1.2") or an abbreviation ("e.g.")
+    # a file: a quoted name with an extension ("'meeting notes.txt'"), a path with a slash and an
+    # extension ("notes/todo.txt", "../../etc/passwd"), an absolute path ("/data"), or a name with
+    # a known extension ("readme.md", "archive.tar.gz"); not a number, a version or "e.g."
     ("path", frozenset({"path", "file", "filename", "filepath", "dir", "directory", "folder"}), frozenset({"path"}),
-     re.compile(r"(?<![\w@/.~-])(?:~?\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/@-])"
-                r"|(?<![\w@/.~:-])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*/?(?![\w@-])")),
+     re.compile(rf"(?P<q>[\"'`])(?P<quoted>[^\"'`\n/\\]{{1,80}}?\.(?:{_EXTENSIONS}))(?P=q)"
+                r"|(?<![\w@/.~-])(?:~?\.{0,2}/)?(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/@-])"
+                r"|(?<![\w@/.~:-])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*/?(?![\w@-])"
+                rf"|(?<![\w@/.~-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w/@.-]*\w)", re.IGNORECASE)),
 )  # fmt: skip
 
 
+def _written(match: re.Match[str]) -> str:
+    """What a match names: the name inside the quotes, or the match."""
+    return match.groupdict().get("quoted") or match.group(0)
+
+
 def _abbreviation(written: str) -> bool:
-    """A letter, a dot and a letter ("e.g", "i.e", "a.m"): an abbreviation, not a file."""
-    return re.fullmatch(r"[^\W\d_]\.[^\W\d_]", written) is not None
+    """A letter, a dot and a letter ("e.g", "i.e", "a.m"), or a product named like a script ("Node.js",
+    "React.js"): not a file."""
+    return re.fullmatch(r"[^\W\d_]\.[^\W\d_]|[A-Z][a-z]+\.js", written) is not None
 
 
 def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = False) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` of every required parameter that takes a file path, a URL or an
     email address, paired with the first one ``text`` writes: "Who is the maintainer named in
     readme.md?" names ``readme.md`` for ``read_file(path)``. A parameter's kind is read off its name's
-    words (``path``, ``file_name``, ``url``, ``email``) or its ``format``. With ``alone``, only where
+    last word (``path``, ``file_name``, ``page_url``, ``customer_email``) or its ``format``. With ``alone``, only where
     ``text`` writes one such value (a pointer to a file, not a listing of files).
 
     What a task names this way is something the model cannot see without the tool: qwen2.5-coder-0.5b
@@ -222,11 +238,12 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
         schema = properties.get(name)
         if not isinstance(schema, Mapping) or schema.get("type", "string") != "string" or "enum" in schema:
             continue
-        words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower()))
+        words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower())
         for _, named, formats, written in _INPUT_KINDS:
-            if words & named or schema.get("format") in formats:
+            # the name's last word says what it takes: "customer_email", "file_path"; not "email_body"
+            if (words and words[-1] in named) or schema.get("format") in formats:
                 values = list(
-                    dict.fromkeys(m.group(0) for m in written.finditer(text) if not _abbreviation(m.group(0)))
+                    dict.fromkeys(_written(m) for m in written.finditer(text) if not _abbreviation(_written(m)))
                 )
                 if values and (len(values) == 1 or not alone):
                     found.append((str(name), values[0]))
@@ -247,8 +264,11 @@ def declines(answer: str) -> bool:
     return _DECLINING.search(answer) is not None
 
 
-# A date or time layout a parameter's description writes ("the date, YYYY-MM-DD", "HH:MM (24-hour)").
-_LAYOUT = re.compile(r"(?<![\w-])(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)(?:[-/:.T](?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss))+(?![\w-])")
+# A date or time layout a parameter's description writes ("the date, YYYY-MM-DD", "HH:MM (24-hour)",
+# "yyyy-MM-dd HH:mm:ss", "YYYY-MM-DDTHH:MM:SSZ"): groups of two to four layout letters.
+_PART = r"(?:YYYY|yyyy|YY|yy|MM|DD|dd|HH|hh|mm|SS|ss)"
+_LAYOUT = re.compile(rf"(?<![\w/:.+-]){_PART}(?:[-/:. T]{_PART})+Z?(?![\w/:-])")
+_CHOICE = re.compile(r"\b(?:or|am|pm|a\.m\.|p\.m\.)(?:\b|$)", re.IGNORECASE)
 
 
 def layout_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -275,11 +295,14 @@ def _with_layout(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     items = schema.get("items")
     if isinstance(items, Mapping) and (sub := _with_layout(items)) is not None:
         out["items"] = sub
-    if schema.get("type") == "string" and not any(key in schema for key in ("pattern", "enum", "const", "format")):
+    kind = schema.get("type")
+    text = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    if text and not any(key in schema for key in ("pattern", "enum", "const", "format")):
         described = str(schema.get("description", ""))
-        found = _LAYOUT.search(described)
-        if found is not None and not re.search(r"\b(?:am|pm|a\.m\.|p\.m\.)(?:\b|$)", described, re.IGNORECASE):
-            out["pattern"] = "^" + _layout_regex(found.group(0)) + "$"
+        layouts = set(_LAYOUT.findall(described))
+        # one layout, and no other choice beside it ("YYYY-MM-DD or 'today'", "hh:mm am/pm")
+        if len(layouts) == 1 and not _CHOICE.search(described):
+            out["pattern"] = "^" + _layout_regex(layouts.pop()) + "$"
     return {**schema, **out} if out else None
 
 
@@ -287,7 +310,7 @@ def _layout_regex(layout: str) -> str:
     """``YYYY-MM-DD`` -> ``\\d{4}-\\d{2}-\\d{2}``; ``T`` and the separators stand for themselves."""
     return "".join(
         rf"\d{{{len(m.group(0))}}}" if m.group(1) else re.escape(m.group(0)) if m.group(0) == "." else m.group(0)
-        for m in re.finditer(r"([YMDHhmSs])\1*|.", layout)
+        for m in re.finditer(r"([YyMDdHhmSs])\1*|.", layout)
     )
 
 
@@ -297,7 +320,7 @@ def gives(name: str, description: str, parameters: Mapping[str, Any], wanted: st
     gives ``latitude``; ``geo_distance`` (described with latitudes, taking ``lat1`` "latitude of the
     first point") takes it. The parameter's words (:func:`_name_words`) must all be among the tool's.
     """
-    needed = _name_words(wanted)
+    needed = {word for word in _name_words(wanted) if len(word) >= 4}  # "day" is in too many names
     if not needed or not needed <= result_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.]", " ", name) + " " + description):
         return False
     properties = parameters.get("properties")

@@ -653,17 +653,17 @@ class _Run:
             self._barren(raw, prompts.error_answer_feedback(), "error-echo")
             self.must_call = self.outcome is None
             return
-        elif self.example_shown and prompts.copies_example(answer, self._given()):
+        elif self.example_shown and not self.example_withdrawn and prompts.copies_example(answer, self._given()):
             objection = "the answer was copied from the prompt's worked example"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
-            self._withdraw_example()
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
+            self._withdraw_example()
             return
         elif prompts.copies_loop(answer, self._loop_words(), self._given()):
             objection = "the answer repeats the loop's own instructions"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
-            self._withdraw_example()
             self._barren(raw, prompts.loop_words_answer_feedback(), "loop-copy")
+            self._withdraw_example()
             return
         else:
             value = text = answer
@@ -681,15 +681,19 @@ class _Run:
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
 
     def _withdraw_example(self) -> None:
-        """Take the worked example out of the system prompt once an answer copied it, or copied the
-        loop's words (its reason, "The result gives the price.", is the words most copied): told so,
-        qwen2.5-coder-0.5b still gave the same copy, as greedy decoding of the same context does, until
-        the run was spent. The transcript notes the new prompt."""
-        if not self.example_shown or self.example_withdrawn or not self.plain_prompt or not self.messages:
+        """Once an answer copies the worked example or the loop's words (the example's reason, "The
+        result gives the price.", is the words most copied), ask the step again without them: the
+        example leaves the system prompt, and the copied reply and the feedback on it leave what the
+        model reads (the transcript keeps both, and notes the new prompt). Told of the copy, or
+        with the example gone but its own copy in view, qwen2.5-coder-0.5b gave the same copy again,
+        as greedy decoding of the same context does, until the run was spent. Once a run; after
+        it, the example check is off (only the model's own earlier words could be copied)."""
+        if not self.example_shown or self.example_withdrawn or not self.plain_prompt or self.outcome is not None:
             return
         self.example_withdrawn = True
         self.messages[0] = Message(role="system", content=self.plain_prompt)
-        why = "the worked example was withdrawn: an answer copied it or the loop's words"
+        del self.messages[-2:]  # the copy and the feedback on it
+        why = "the worked example was withdrawn, and the copied answer taken out of what the model reads"
         self.transcript.add({"type": "system_prompt", "step": self.step, "content": self.plain_prompt, "why": why})
 
     def _loop_words(self) -> str:
@@ -703,27 +707,29 @@ class _Run:
 
     def _questioned(self, shown: str) -> bool:
         """Put the first question :mod:`shapeloop.checks` has for this answer to the model, each
-        once a run; none when the step had to answer or no step is left to act on it."""
+        once a run; none when the step had to answer, nor without the steps left to act on it (a
+        call and an answer after a question that makes the next step call)."""
         if self.answer_forced or self.step >= self.max_steps:
             return False
         if self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
-        tools = self.toolbox.tools.values()
+        tools = list(self.toolbox.tools.values())
+        room = self.step + 2 <= self.max_steps
         question = None
-        if not self.called and not self.unread_asked:
+        if not self.called and not self.unread_asked and room:
             question = checks.unread(self.task, shown, tools, self.excluded)
             self.unread_asked = question is not None
-        if question is None and self.last_result is not None:
+        if question is None and self.last_result is not None and room:
             question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
             self.chain_asked |= question.named if question is not None else set()
-        if question is None and not self.form_asked:
-            question = checks.not_yes_or_no(self.task, shown)
+        if question is None and not self.form_asked and self.typed is None:
+            question = checks.not_yes_or_no(self.task, shown, answered_from_results=self.results > 0)
             self.form_asked = question is not None
         if question is None:
             return False
         self._emit(AnswerRejected(step=self.step, text=shown, objection=question.objection))
         self._say("user", question.feedback)
-        self.only, self.must_call = question.only, question.must_call
+        self.only, self.must_call, self.must_answer = question.only, question.must_call, question.must_answer
         return True
 
     def _echoes_failure(self, text: str) -> bool:

@@ -323,14 +323,20 @@ def loop_words_answer_feedback() -> str:
     )
 
 
-def chain_feedback(takers: Sequence[tuple[str, str]], *, must_call: bool = False) -> str:
+def chain_feedback(takers: Sequence[tuple[str, str, str | None]], *, must_call: bool = False) -> str:
     """After an answer given while other tools take a value the last result gives: ``takers``
-    holds each such tool's name and the parameter; ``must_call``: the next step calls one of them."""
-    named = "; ".join(f"{tool} takes {parameter}" for tool, parameter in takers)
-    tools = " or ".join(tool for tool, _ in takers)
+    holds each such tool's name, the parameter and, where the result points to one file, URL or
+    address, that value; ``must_call``: the next step calls one of them."""
+    named = "; ".join(f"{tool} takes {parameter}" for tool, parameter, _ in takers)
+    tools = " or ".join(tool for tool, _, _ in takers)
     if must_call:
         # imperatives only: qwen2.5-coder-0.5b gave a statement of this feedback back as its answer
-        calls = " or ".join(f"{tool} with the {parameter} from the last result" for tool, parameter in takers)
+        calls = " or ".join(
+            f"{tool} with the {parameter} from the last result"
+            if value is None
+            else f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}"
+            for tool, parameter, value in takers
+        )
         return f"Do not answer yet. Call {calls} now, then answer the task from what it returns."
     return (
         f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
@@ -353,8 +359,14 @@ def unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
 
 
 def asks_yes_or_no(task: str) -> bool:
-    """Whether the task asks for a yes or a no ("Answer yes or no.", "yes/no?")."""
-    return re.search(r"\b(?:yes\s*(?:or|/)\s*no|no\s*(?:or|/)\s*yes)\b", task, re.IGNORECASE) is not None
+    """Whether the task asks for a yes or a no: "Answer yes or no.", "reply with 'yes' or 'no'",
+    "(yes/no)", "... yes or no?" at the end; not "a yes/no column"."""
+    pair = r"[\"']?yes[\"']?\s*(?:or|/)\s*[\"']?no[\"']?"
+    return any(
+        re.search(pattern, task, re.IGNORECASE)
+        for pattern in (rf"\b(?:answer|reply|respond|say)\b\W+(?:(?:with|just|only|simply|a)\W+)*{pair}\b",
+                        rf"\(\s*{pair}\s*\)", rf"\b{pair}\s*[?.!]?\s*$")
+    )  # fmt: skip
 
 
 def yes_or_no_feedback() -> str:
