@@ -871,3 +871,18 @@ def test_the_chain_question_for_a_pointer_names_the_value_to_take() -> None:
                            tool_step("open_note", path="notes/two.txt"), answer_step("42")])  # fmt: skip
     assert run_agent(brain, [open_note], "What does notes/one.txt lead to?").answer == "42"
     assert 'Call open_note with path "notes/two.txt" now' in brain.asked[2].messages[-1]["content"]
+
+
+def test_acts_reads_a_tools_name_for_a_verb_that_changes_something() -> None:
+    from shapeloop import Tool
+    from shapeloop.checks import acts
+
+    def named(name: str, needs_approval: bool = False) -> Tool:
+        return Tool(name=name, description="", parameters={"type": "object", "properties": {}}, fn=lambda: "",
+                    needs_approval=needs_approval)  # fmt: skip
+
+    for name in ("delete_file", "sendEmail", "files.write", "book_hotel", "create_event"):
+        assert acts(named(name)), name
+    for name in ("get_order", "get_book", "read_file", "add_vat", "users.posts", "search_flights"):
+        assert not acts(named(name)), name
+    assert acts(named("lookup", needs_approval=True))

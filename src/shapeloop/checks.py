@@ -41,19 +41,24 @@ PROVIDERS = True
 # Words of a tool's name that say it changes something: a question never makes the next step call it.
 _ACTING = frozenset(
     ("delete", "remove", "rm", "write", "append", "create", "update", "send", "move", "rename", "drop", "kill",
-     "put", "post", "upload", "overwrite", "edit", "modify", "insert", "replace", "truncate", "wipe", "purge",
-     "destroy", "deploy", "publish", "submit", "cancel", "book", "order", "pay", "transfer", "execute", "exec",
-     "run", "set", "reset", "restart", "stop", "shutdown", "install", "uninstall", "save", "share", "invite",
-     "schedule", "buy", "sell", "charge", "refund", "approve", "reject", "close", "archive", "commit", "push")
+     "upload", "overwrite", "edit", "modify", "insert", "replace", "truncate", "wipe", "purge", "destroy",
+     "deploy", "publish", "submit", "cancel", "pay", "transfer", "execute", "exec", "reset", "restart",
+     "shutdown", "install", "uninstall", "buy", "sell", "refund", "approve", "reject")
+)  # fmt: skip
+# Words that act only as a name's first word, the verb: ``book_hotel`` acts, ``get_book`` reads.
+_ACTING_FIRST = frozenset(
+    ("book", "order", "post", "put", "set", "run", "stop", "save", "share", "invite", "schedule", "charge",
+     "close", "archive", "commit", "push", "log", "start")
 )  # fmt: skip
 
 
 def acts(tool: Tool) -> bool:
-    """Whether a tool may change something: it needs approval, or a word of its name says so
-    (``delete_file``, ``sendEmail``, ``files.write``). A question put to an answer never makes the
-    next step call such a tool: "What is ~/.bashrc for?" must not lead to ``delete_file``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name).lower()
-    return tool.needs_approval or not _ACTING.isdisjoint(spaced.split())
+    """Whether a tool may change something: it needs approval, or its name says so (``delete_file``,
+    ``sendEmail``, ``files.write``, ``book_hotel``; not ``get_order``). A question put to an answer
+    never makes the next step call such a tool: "What is ~/.bashrc for?" must not lead to
+    ``delete_file``."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name).lower().split()
+    return tool.needs_approval or not _ACTING.isdisjoint(words) or (bool(words) and words[0] in _ACTING_FIRST)
 
 
 @dataclass(frozen=True, kw_only=True)
