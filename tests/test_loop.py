@@ -707,7 +707,7 @@ def send_email(to: str, body: str) -> str:
     return "sent"
 
 
-def test_an_answer_before_any_call_to_a_task_naming_a_file_is_questioned_once() -> None:
+def test_an_answer_before_any_call_to_a_task_naming_a_file_is_taken_back_once_for_a_call() -> None:
     brain = ScriptedBrain([
         answer_step("The maintainer is @johndoe."),  # made up: the file was never read
         tool_step("read_file", path="readme.md"),
@@ -717,9 +717,10 @@ def test_an_answer_before_any_call_to_a_task_naming_a_file_is_questioned_once() 
     assert run.answer == "Ines Alvarez maintains it." and run.steps == 3
     rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
     assert rejected == ["given before any call, though the task names what a tool reads: read_file (path 'readme.md')"]
-    feedback = brain.asked[1].messages[-1]["content"]
-    assert 'Call read_file with path "readme.md" now, then answer the task from what it returns.' in feedback
-    # the step after the question calls that tool, nothing else
+    # the answer is taken back unsaid: the step is asked again on the same messages, with a call
+    # to that tool as the only choice; the transcript keeps the answer
+    assert brain.asked[1].messages == brain.asked[0].messages
+    assert any("@johndoe" in m["content"] for m in run.messages)
     assert _variant_tools(brain.asked[1].schema) == {"read_file"} and _actions(brain.asked[1].schema) == ["tool"]
     assert _variant_tools(brain.asked[2].schema) == {"read_file", "get_weather"}
 

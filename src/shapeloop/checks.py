@@ -72,15 +72,19 @@ class Question:
     only: frozenset[str] | None = None  # the tools the next constrained step may call
     must_call: bool = False  # and it may not answer
     must_answer: bool = False  # it may only answer
+    # the answer leaves what the model reads, and no feedback is given: the step is asked again
+    retract: bool = False
 
 
 def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[str]) -> Question | None:
     """Question an answer given before any call when the task names a file, a URL or an email
     address that a tool takes (:func:`~shapeloop.grounding.named_inputs`): the model cannot see it.
     qwen2.5-coder-0.5b answered "Who is the maintainer named in readme.md?" with "The maintainer of
-    this repository is @johndoe." without reading it. The next constrained step calls one of those
-    tools. Not an answer that declines ("I cannot delete files"); not for tools that act
-    (:func:`acts`)."""
+    this repository is @johndoe." without reading it. The answer is taken back, unsaid, and the step
+    asked again with a call to one of those tools as the only choice: with the question in view ("Do
+    not answer yet: ..."), the model read the file and then did not answer from it ("The result
+    answers the task, so I will call another tool."). Not an answer that declines ("I cannot delete
+    files"); not for tools that act (:func:`acts`)."""
     if not UNREAD_CHECK or declines(answer):
         return None
     takers = [
@@ -94,10 +98,11 @@ def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[st
     names = frozenset(name for name, _, _ in takers)
     return Question(
         objection=f"given before any call, though the task names what a tool reads: {listed}",
-        feedback=prompts.unread_feedback(takers),
+        feedback="",
         named=names,
         only=names,
         must_call=True,
+        retract=True,
     )
 
 

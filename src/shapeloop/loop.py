@@ -728,7 +728,10 @@ class _Run:
         if question is None:
             return False
         self._emit(AnswerRejected(step=self.step, text=shown, objection=question.objection))
-        self._say("user", question.feedback)
+        if question.retract:
+            del self.messages[-1]  # the answer; the transcript keeps it
+        else:
+            self._say("user", question.feedback)
         self.only, self.must_call, self.must_answer = question.only, question.must_call, question.must_answer
         return True
 

@@ -33,9 +33,12 @@ _RULES = [
     "Take argument values from the task as it gives them (names, numbers, units, code). Leave out "
     "optional arguments the task does not ask for.",
     "You cannot see files or anything else except through the tools: do not guess what a tool would return, call it.",
+    # The fifth round's words: the sixth round's ("ERROR: ... not an answer. DENIED: ... do not retry
+    # it.") moved qwen2.5-coder-0.5b's first step on tasks that have no refusal in them (a first
+    # call lost on each half, an abstention lost), and gained nothing the loop's handling of a
+    # refusal did not already give.
     "After a tool call, the next message gives its result. Your answer says what the results say. A "
-    "result starting with ERROR: means the call failed: it is not an answer. DENIED: means it was refused: "
-    "do not retry it.",
+    "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
 ]
 
 # A worked example with a made-up tool: the call, its result, and an answer taken from that result.
@@ -342,19 +345,6 @@ def chain_feedback(takers: Sequence[tuple[str, str, str | None]], *, must_call: 
         f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
         f"If the task asks for what {tools} returns, call it now with that value; if the last result "
         "already answers the task, give your answer again."
-    )
-
-
-def unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
-    """After an answer given before any call, to a task that names what a tool reads: ``takers``
-    holds each such tool's name, its parameter and the value the task writes. Imperatives only, as
-    in :func:`chain_feedback`."""
-    calls = " or ".join(
-        f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}" for tool, parameter, value in takers
-    )
-    return (
-        f"Do not answer yet: you cannot see what the task names. Call {calls} now, then answer the task "
-        "from what it returns."
     )
 
 
