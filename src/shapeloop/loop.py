@@ -207,9 +207,12 @@ def run_agent(
 
     built: dict[tuple[Any, ...], dict[str, Any]] = {}  # the schemas made so far, by what they offer
     trimmed = ASKED_ONLY and any(t.optional_when_named for t in offered)
+    # the date and time layouts the tools' documentation writes, held once a run (they do not change)
+    held = [_held_to_layouts(t) for t in offered] if LAYOUT_PATTERNS else offered
 
     def schema_without(excluded: frozenset[str], answer: bool = True, given: str | None = None) -> dict[str, Any]:
-        kept = [_as_offered(t, given, trimmed) for t in offered if t.name not in excluded]
+        words = result_words(given) if given is not None and trimmed else None
+        kept = [_as_offered(t, given, words) for t in held if t.name not in excluded]
         key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
                          for t in kept))  # fmt: skip
         if key not in built:
@@ -721,7 +724,8 @@ class _Run:
             self.unread_asked = question is not None
         if question is None and self.last_result is not None and room:
             question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
-            self.chain_asked |= question.named if question is not None else set()
+            if question is not None:
+                self.chain_asked |= question.named
         if question is None and not self.form_asked and self.typed is None:
             question = checks.not_yes_or_no(self.task, shown, answered_from_results=self.results > 0)
             self.form_asked = question is not None
@@ -807,16 +811,22 @@ class _Run:
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
 
 
-def _as_offered(tool: Tool, given: str | None, trimmed: bool) -> Tool:
-    """The tool as the constrained step offers it (its arguments as the toolbox checks them stay
-    as they are): a date or time layout its documentation writes is a pattern
-    (:func:`~shapeloop.grounding.layout_patterns`); and, once there is a conversation (``given``),
-    without the optional arguments nothing asks for (``trimmed``:
-    :func:`~shapeloop.grounding.asked_only`), with an optional argument required whose enum value
+def _held_to_layouts(tool: Tool) -> Tool:
+    """The tool with a pattern for every date or time layout its documentation writes
+    (:func:`~shapeloop.grounding.layout_patterns`), for the constrained step only: the toolbox checks
+    the arguments against the tool's own schema."""
+    parameters = layout_patterns(tool.parameters)
+    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
+
+
+def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None) -> Tool:
+    """The tool as the constrained step offers it once there is a conversation (``given``): without
+    the optional arguments nothing asks for (``words``, those of ``given``, where the run trims them:
+    :func:`~shapeloop.grounding.asked_only`), and with an optional argument required whose enum value
     it names (:func:`~shapeloop.grounding.named_required`)."""
-    parameters = layout_patterns(tool.parameters) if LAYOUT_PATTERNS else tool.parameters
-    if given is not None and trimmed and tool.optional_when_named:
-        parameters = asked_only(parameters, result_words(given), given)
+    parameters = tool.parameters
+    if given is not None and words is not None and tool.optional_when_named:
+        parameters = asked_only(parameters, words, given)
     if given is not None and NAMED_REQUIRED:
         parameters = named_required(parameters, given)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
