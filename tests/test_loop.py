@@ -810,6 +810,23 @@ def test_an_answer_without_yes_or_no_to_a_task_that_asks_for_one_is_questioned_o
     assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1
 
 
+def test_an_answer_without_a_number_to_a_task_that_asks_how_many_is_questioned_once_then_answers() -> None:
+    task = "How many colours does the table hold?"
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("The result does not answer the task."),
+                           answer_step("It holds 1 colour.")])  # fmt: skip
+    run = run_agent(brain, [lookup], task)
+    assert run.answer == "It holds 1 colour." and run.steps == 3
+    assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]
+    assert "with the number" in brain.asked[2].messages[-1]["content"]
+    assert _actions(brain.asked[2].schema) == ["answer"]  # after a result, the next step answers
+    # once a run; digits, number words and a declining answer stand at once; other tasks are not asked
+    assert run_agent(ScriptedBrain([answer_step("red"), answer_step("red")]), [lookup], task).steps == 2
+    for answer in ("3 colours.", "There are no colours.", "Twelve.", "I cannot count them with this tool."):
+        assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], task).steps == 1, answer
+    assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1
+    assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], 'What does "how many" mean here?').steps == 1
+
+
 def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_its_own_schema() -> None:
     @tool
     def day_of_week(date: str) -> str:

@@ -8,7 +8,8 @@ An answer is questioned when, by what the conversation holds, the task is not do
 - :func:`unchained`: the last result gives a value another tool takes ("employee id E-30418" for
   ``get_leave_balance(employee_id)``), or points to one file ("The answer you want is in
   data/secret.txt");
-- :func:`not_yes_or_no`: the task asks for a yes or a no, and the answer holds neither.
+- :func:`not_yes_or_no`: the task asks for a yes or a no, and the answer holds neither;
+- :func:`not_a_number`: the task asks how many, and the answer holds no number.
 
 A question says what the next constrained step may do (:class:`Question`). The module's switches
 turn each off, for the benchmark's variants.
@@ -36,6 +37,8 @@ CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 UNREAD_CHECK = True
 # After a call refused for a made-up value, name the tools that say they give it (see providers).
 PROVIDERS = True
+# Question an answer with no number to a task that asks how many (see not_a_number).
+COUNT_CHECK = True
 
 
 # Words of a tool's name that say it changes something: a question never makes the next step call it.
@@ -162,6 +165,30 @@ def not_yes_or_no(task: str, answer: str, *, answered_from_results: bool) -> Que
     return Question(
         objection="the task asks for yes or no",
         feedback=prompts.yes_or_no_feedback(),
+        must_answer=answered_from_results,
+    )
+
+
+# Number words an answer to "how many" may give instead of digits ("There are no ERROR lines.").
+_NUMBER_WORDS = (
+    r"zero|none|no|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+    r"hundred|thousand|million|billion|dozen|once|twice|both"
+)
+
+
+def not_a_number(task: str, answer: str, *, answered_from_results: bool) -> Question | None:
+    """Question an answer without a number to a task that asks how many ("How many ERROR lines
+    does log/app.log have?"): qwen2.5-coder-0.5b answered with the log's text, qwen2.5-coder-1.5b
+    with "The result does not answer the task.". Not an answer that declines. After a result the
+    next step answers; before one it may call a tool."""
+    if not COUNT_CHECK or not prompts.asks_how_many(task) or declines(answer):
+        return None
+    if re.search(rf"\d|\b(?:{_NUMBER_WORDS})\b", answer, re.IGNORECASE):
+        return None
+    return Question(
+        objection="the task asks how many",
+        feedback=prompts.how_many_feedback(),
         must_answer=answered_from_results,
     )
 

@@ -504,7 +504,12 @@ class _Run:
         status = self._status(result, record).value
         self.must_answer = _same_again(result, record)
         feedback = prompts.tool_feedback(
-            result, record, status=status, failed_before=self._waiting(call), answer_next=self.must_answer
+            result,
+            record,
+            status=status,
+            failed_before=self._waiting(call),
+            answer_next=self.must_answer,
+            task=self.task,
         )
         self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
@@ -727,7 +732,10 @@ class _Run:
             if question is not None:
                 self.chain_asked |= question.named
         if question is None and not self.form_asked and self.typed is None:
-            question = checks.not_yes_or_no(self.task, shown, answered_from_results=self.results > 0)
+            answered = self.results > 0
+            question = checks.not_yes_or_no(self.task, shown, answered_from_results=answered)
+            if question is None:
+                question = checks.not_a_number(self.task, shown, answered_from_results=answered)
             self.form_asked = question is not None
         if question is None:
             return False

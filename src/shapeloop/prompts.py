@@ -183,12 +183,19 @@ def task_message(task: str, *, continued: bool) -> str:
 _NEXT = (
     'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
+TASK_AFTER_RESULT = False  # the task's words again, after each result
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 _REFUSED = "That call was refused: do not make it again. Call another tool, or tell the user it cannot be done."
 
 
 def tool_feedback(
-    result: ToolResult, record: CallRecord, *, status: str, failed_before: str | None = None, answer_next: bool = False
+    result: ToolResult,
+    record: CallRecord,
+    *,
+    status: str,
+    failed_before: str | None = None,
+    answer_next: bool = False,
+    task: str = "",
 ) -> str:
     """The user turn that carries a tool's result back to the model.
 
@@ -198,6 +205,8 @@ def tool_feedback(
     ``answer_next``: the call was made before with this same result, and the next step must answer.
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
+    if task and TASK_AFTER_RESULT:
+        text += f"The task: {_clip(task, 600)}\n"
     if status == "ok" and failed_before:
         text += (
             f"Earlier, your call to {failed_before} failed. If this result gives what {failed_before} "
@@ -357,6 +366,18 @@ def asks_yes_or_no(task: str) -> bool:
         for pattern in (rf"\b(?:answer|reply|respond|say)\b\W+(?:(?:with|just|only|simply|a)\W+)*{pair}\b",
                         rf"\(\s*{pair}\s*\)", rf"\b{pair}\s*[?.!]?\s*$")
     )  # fmt: skip
+
+
+def asks_how_many(task: str) -> bool:
+    """Whether the task asks for a number: "How many animals are listed?", "how much butter ...",
+    "Count the ERROR lines in app.log."; not "how many" inside a quotation."""
+    unquoted = re.sub(r"\"[^\"]*\"|'[^']*'", " ", task)
+    return re.search(r"\bhow\s+(?:many|much)\b|^\W*count\b", unquoted, re.IGNORECASE) is not None
+
+
+def how_many_feedback() -> str:
+    """After an answer with no number, to a task that asks how many. Imperatives only."""
+    return "The task asks how many. Give your answer again, with the number."
 
 
 def yes_or_no_feedback() -> str:
