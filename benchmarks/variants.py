@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from shapeloop import checks, loop, prompts, step, toolbox, workspace
+from shapeloop import checks, loop, offer, prompts, step, toolbox, workspace
 
 
 @contextlib.contextmanager
@@ -173,17 +173,17 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
     "no-chain-check": lambda: _patched(checks, CHAIN_CHECK=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
-    "no-named-required": lambda: _patched(loop, NAMED_REQUIRED=False),
+    "no-named-required": lambda: _patched(offer, NAMED_REQUIRED=False),
     "chain-check-open": lambda: _patched(checks, CHAIN_STEP="open"),
     "chain-check-choose": lambda: _patched(checks, CHAIN_STEP="choose"),
     "no-unread-check": lambda: _patched(checks, UNREAD_CHECK=False),
     "no-providers": lambda: _patched(checks, PROVIDERS=False),
     "no-yes-no-check": lambda: _patched(checks, not_yes_or_no=lambda task, answer: None),
-    "no-layout-patterns": lambda: _patched(loop, LAYOUT_PATTERNS=False),
+    "no-layout-patterns": lambda: _patched(offer, LAYOUT_PATTERNS=False),
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
     "task-after-result": lambda: _patched(prompts, TASK_AFTER_RESULT=True),
     "task-after-result-holds": lambda: _patched(prompts, TASK_AFTER_RESULT=True, _NEXT=_NEXT_HOLDS),
-    "all-optional-args": lambda: _patched(loop, ASKED_ONLY=False),
+    "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

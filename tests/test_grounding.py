@@ -274,15 +274,15 @@ def test_the_constrained_step_offers_an_optional_argument_once_the_task_or_a_res
     run_agent(plain, [tool(read.fn, name="read")], "What does a.txt say?")
     assert list(plain.asked[0].schema["anyOf"][0]["properties"]["args"]["properties"]) == ["path", "offset"]  # type: ignore[index]
     # turned off: every argument is offered from the start
-    import shapeloop.loop as loop_module
+    import shapeloop.offer as offer_module
 
-    saved, loop_module.ASKED_ONLY = loop_module.ASKED_ONLY, False
+    saved, offer_module.ASKED_ONLY = offer_module.ASKED_ONLY, False
     try:
         brain = ScriptedBrain([answer_step("x")])
         run_agent(brain, [read], "What does a.txt say?")
         assert list(brain.asked[0].schema["anyOf"][0]["properties"]["args"]["properties"]) == ["path", "offset"]  # type: ignore[index]
     finally:
-        loop_module.ASKED_ONLY = saved
+        offer_module.ASKED_ONLY = saved
 
 
 def test_named_inputs_pairs_a_path_url_or_email_parameter_with_what_the_task_writes() -> None:

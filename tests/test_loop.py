@@ -842,15 +842,15 @@ def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_
     assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
     assert all(pattern in json.dumps(asked.schema) for asked in brain.asked)
     assert "pattern" not in json.dumps(day_of_week.parameters)
-    import shapeloop.loop as loop_module
+    import shapeloop.offer as offer_module
 
-    saved, loop_module.LAYOUT_PATTERNS = loop_module.LAYOUT_PATTERNS, False
+    saved, offer_module.LAYOUT_PATTERNS = offer_module.LAYOUT_PATTERNS, False
     try:
         brain = ScriptedBrain([answer_step("A Tuesday.")])
         assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
         assert pattern not in json.dumps(brain.asked[0].schema)
     finally:
-        loop_module.LAYOUT_PATTERNS = saved
+        offer_module.LAYOUT_PATTERNS = saved
 
 
 def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:

@@ -3,7 +3,6 @@ a reason a person can read."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -44,30 +43,21 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import extract_step
-from shapeloop.grounding import asked_only, layout_patterns, named_required, result_words
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
+from shapeloop.offer import Offer
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
-from shapeloop.step import Batch, Step, fallback_schemas, flat_schema, step_schema, without_answer
+from shapeloop.step import Batch, Step
 from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.values import made_up_values
 
 # Module settings so that the benchmark's variants can change them (the questions put to an answer
-# have theirs in shapeloop.checks).
-# Whether the constrained step's schema leaves out the optional arguments of a tool built with
-# ``optional_when_named`` that neither the task nor a result names (see grounding.asked_only).
-ASKED_ONLY = True
-# Whether the constrained step requires an optional argument whose enum value (not its default) the
-# task or a result names (see grounding.named_required).
-NAMED_REQUIRED = True
+# have theirs in shapeloop.checks, the shaping of the step schema in shapeloop.offer).
 # Whether a call is refused before it runs when a number, date or time in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
-# Hold a text argument to the date or time layout its documentation writes ("YYYY-MM-DD") in the
-# constrained step; False to measure without it.
-LAYOUT_PATTERNS = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
 
@@ -205,36 +195,13 @@ def run_agent(
     typed = None if output_type is None else typed_answer(output_type)
     answer_schema = None if typed is None else typed.schema
 
-    built: dict[tuple[Any, ...], dict[str, Any]] = {}  # the schemas made so far, by what they offer
-    trimmed = ASKED_ONLY and any(t.optional_when_named for t in offered)
-    # the date and time layouts the tools' documentation writes, held once a run (they do not change)
-    held = [_held_to_layouts(t) for t in offered] if LAYOUT_PATTERNS else offered
-
-    def schema_without(excluded: frozenset[str], answer: bool = True, given: str | None = None) -> dict[str, Any]:
-        words = result_words(given) if given is not None and trimmed else None
-        kept = [_as_offered(t, given, words) for t in held if t.name not in excluded]
-        key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
-                         for t in kept))  # fmt: skip
-        if key not in built:
-            built[key] = _schema_of(kept, answer)
-        return built[key]
-
-    def _schema_of(kept: list[Tool], answer: bool) -> dict[str, Any]:
-        full = step_schema(kept, max_reason_chars=max_reason_chars, answer_schema=answer_schema, batch=batch)
-        if not flat:
-            return full if answer or not kept else without_answer(full)
-        # flat: every tool's arguments opened; a typed answer and the batch keep their shape
-        return (
-            flat_schema(max_reason_chars=max_reason_chars) if typed is None and not batch else fallback_schemas(full)[0]
-        )
-
+    offer = Offer.of(offered, flat=flat, answer_schema=answer_schema, batch=batch, max_reason_chars=max_reason_chars)
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     earlier = [m for m in history or () if m["role"] != "system"]
     run = _Run(
         brain=brain,
         toolbox=toolbox,
-        schema=schema_without(frozenset(), True),
-        schema_without=schema_without,
+        offer=offer,
         mode=Mode(mode),
         max_steps=max_steps,
         stuck_limit=stuck_limit,
@@ -268,8 +235,7 @@ def run_agent(
 class _Run:
     brain: Brain
     toolbox: Toolbox
-    schema: dict[str, Any]
-    schema_without: Callable[[frozenset[str], bool, str | None], dict[str, Any]]
+    offer: Offer
     mode: Mode
     max_steps: int
     stuck_limit: int
@@ -450,11 +416,11 @@ class _Run:
         if self.mode is Mode.CONSTRAINED:
             given = self._given()
             if self.must_answer:
-                schema = self.schema_without(frozenset(self.toolbox.tools), True, given)
+                schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
-                schema = self.schema_without(frozenset(self.toolbox.tools) - self.only, not self.must_call, given)
+                schema = self.offer.schema(frozenset(self.toolbox.tools) - self.only, not self.must_call, given)
             else:
-                schema = self.schema_without(self.excluded, not self.must_call, given)
+                schema = self.offer.schema(self.excluded, not self.must_call, given)
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -817,27 +783,6 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
-
-
-def _held_to_layouts(tool: Tool) -> Tool:
-    """The tool with a pattern for every date or time layout its documentation writes
-    (:func:`~shapeloop.grounding.layout_patterns`), for the constrained step only: the toolbox checks
-    the arguments against the tool's own schema."""
-    parameters = layout_patterns(tool.parameters)
-    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
-
-
-def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None) -> Tool:
-    """The tool as the constrained step offers it once there is a conversation (``given``): without
-    the optional arguments nothing asks for (``words``, those of ``given``, where the run trims them:
-    :func:`~shapeloop.grounding.asked_only`), and with an optional argument required whose enum value
-    it names (:func:`~shapeloop.grounding.named_required`)."""
-    parameters = tool.parameters
-    if given is not None and words is not None and tool.optional_when_named:
-        parameters = asked_only(parameters, words, given)
-    if given is not None and NAMED_REQUIRED:
-        parameters = named_required(parameters, given)
-    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
 def _same_again(result: ToolResult, record: CallRecord) -> bool:

@@ -1,0 +1,112 @@
+"""What a constrained step offers the model: the step schema with the tools it may call, each shaped
+by what the conversation so far asks for, and whether it may answer.
+
+The tools keep their own schemas: the toolbox checks arguments against those. Only the schema the
+step is held to changes, in three ways (each can be switched off, for the benchmark's variants):
+
+- a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
+  :func:`~shapeloop.grounding.layout_patterns`;
+- the optional arguments of a tool built with ``optional_when_named`` that nothing in the
+  conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
+- an optional argument whose enum value (not its default) the conversation names is required:
+  :func:`~shapeloop.grounding.named_required`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shapeloop.grounding import asked_only, layout_patterns, named_required, result_words
+from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
+from shapeloop.tools import Tool
+
+# Whether the constrained step's schema leaves out the optional arguments of a tool built with
+# ``optional_when_named`` that neither the task nor a result names.
+ASKED_ONLY = True
+# Whether the constrained step requires an optional argument whose enum value (not its default) the
+# task or a result names.
+NAMED_REQUIRED = True
+# Whether a text argument is held to the date or time layout its documentation writes.
+LAYOUT_PATTERNS = True
+
+
+@dataclass(kw_only=True)
+class Offer:
+    """The step schemas of one run, built once for each distinct offer.
+
+    Build one with :meth:`of`; ask it for a step's schema with :meth:`schema`.
+    """
+
+    tools: Sequence[Tool]  # as offered: held to their layouts
+    flat: bool  # the backend takes a flat schema only, or the caller asked for one
+    answer_schema: Mapping[str, Any] | None  # the typed answer's schema, if any
+    batch: bool
+    max_reason_chars: int | None
+    trimmed: bool  # optional arguments nothing names are left out
+    built: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        tools: Sequence[Tool],
+        *,
+        flat: bool,
+        answer_schema: Mapping[str, Any] | None,
+        batch: bool,
+        max_reason_chars: int | None,
+    ) -> Offer:
+        """The offer of these tools; their date and time layouts are read once, here."""
+        return cls(
+            tools=[_held_to_layouts(t) for t in tools] if LAYOUT_PATTERNS else list(tools),
+            flat=flat,
+            answer_schema=answer_schema,
+            batch=batch,
+            max_reason_chars=max_reason_chars,
+            trimmed=ASKED_ONLY and any(t.optional_when_named for t in tools),
+        )
+
+    def schema(
+        self, excluded: frozenset[str] = frozenset(), answer: bool = True, given: str | None = None
+    ) -> dict[str, Any]:
+        """The schema of a step that may call any tool not in ``excluded``, and answer if ``answer``;
+        ``given`` is the conversation so far (the task and the results), None before it starts."""
+        words = result_words(given) if given is not None and self.trimmed else None
+        kept = [_as_offered(t, given, words) for t in self.tools if t.name not in excluded]
+        key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
+                         for t in kept))  # fmt: skip
+        if key not in self.built:
+            self.built[key] = self._build(kept, answer)
+        return self.built[key]
+
+    def _build(self, kept: list[Tool], answer: bool) -> dict[str, Any]:
+        full = step_schema(
+            kept, max_reason_chars=self.max_reason_chars, answer_schema=self.answer_schema, batch=self.batch
+        )
+        if not self.flat:
+            return full if answer or not kept else without_answer(full)
+        # flat: every tool's arguments opened; a typed answer and the batch keep their shape
+        if self.answer_schema is None and not self.batch:
+            return flat_schema(max_reason_chars=self.max_reason_chars)
+        return fallback_schemas(full)[0]
+
+
+def _held_to_layouts(tool: Tool) -> Tool:
+    """The tool with a pattern for every date or time layout its documentation writes, for the
+    constrained step only: the toolbox checks the arguments against the tool's own schema."""
+    parameters = layout_patterns(tool.parameters)
+    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
+
+
+def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None) -> Tool:
+    """The tool as the constrained step offers it once there is a conversation (``given``): without
+    the optional arguments nothing asks for (``words``, those of ``given``, where the run trims
+    them), and with an optional argument required whose enum value it names."""
+    parameters = tool.parameters
+    if given is not None and words is not None and tool.optional_when_named:
+        parameters = asked_only(parameters, words, given)
+    if given is not None and NAMED_REQUIRED:
+        parameters = named_required(parameters, given)
+    return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
