@@ -181,6 +181,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-yes-no-check": lambda: _patched(checks, not_yes_or_no=lambda task, answer: None),
     "no-layout-patterns": lambda: _patched(offer, LAYOUT_PATTERNS=False),
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
+    "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
     "task-after-result": lambda: _patched(prompts, TASK_AFTER_RESULT=True),
     "task-after-result-holds": lambda: _patched(prompts, TASK_AFTER_RESULT=True, _NEXT=_NEXT_HOLDS),

@@ -904,3 +904,39 @@ def test_acts_reads_a_tools_name_for_a_verb_that_changes_something() -> None:
     for name in ("get_order", "get_book", "read_file", "add_vat", "users.posts", "search_flights"):
         assert not acts(named(name)), name
     assert acts(named("lookup", needs_approval=True))
+
+
+def test_a_call_made_again_for_the_same_result_leads_to_the_tool_that_takes_its_value_not_to_an_answer() -> None:
+    tools = [find_employee, get_leave_balance]
+    task = "How many leave days does Jonas Berg have left?"
+    script = [tool_step("find_employee", name="Jonas Berg"), tool_step("find_employee", name="Jonas Berg"),
+              tool_step("get_leave_balance", employee_id="E-30418"), answer_step("17.5 days")]  # fmt: skip
+    brain = ScriptedBrain(script)
+    run = run_agent(brain, tools, task)
+    assert run.answer == "17.5 days" and run.steps == 4
+    third = brain.asked[2]
+    assert _variant_tools(third.schema) == {"get_leave_balance"} and _actions(third.schema) == ["tool"]
+    assert "Call get_leave_balance with the employee_id from the last result now" in third.messages[-1]["content"]
+    # turned off, or with no tool left to take it, the repeat makes the next step answer, as before
+    import shapeloop.checks as checks_module
+
+    saved, checks_module.CHAIN_ON_REPEAT = checks_module.CHAIN_ON_REPEAT, False
+    try:
+        brain = ScriptedBrain([*script[:2], answer_step("E-30418")])
+        run_agent(brain, tools, task)
+        assert _actions(brain.asked[2].schema) == ["answer"]
+    finally:
+        checks_module.CHAIN_ON_REPEAT = saved
+    brain = ScriptedBrain([*script[:2], answer_step("E-30418")])
+    run_agent(brain, [find_employee], "Jonas Berg's employee id?")
+    assert _actions(brain.asked[2].schema) == ["answer"]
+
+
+def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_wants() -> None:
+    script = [tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
+              answer_step("The result does not answer the task."), answer_step("1 colour.")]  # fmt: skip
+    brain = ScriptedBrain(script)
+    run = run_agent(brain, [lookup], "How many colours does the table hold?")
+    assert run.answer == "1 colour." and run.steps == 4
+    assert _actions(brain.asked[2].schema) == _actions(brain.asked[3].schema) == ["answer"]
+    assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]

@@ -37,6 +37,9 @@ CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 UNREAD_CHECK = True
 # After a call refused for a made-up value, name the tools that say they give it (see providers).
 PROVIDERS = True
+# After a call made again for the same result, call a tool that takes a value of it, instead of
+# answering (see loop._Run._chained_on_repeat).
+CHAIN_ON_REPEAT = True
 # Question an answer with no number to a task that asks how many (see not_a_number).
 COUNT_CHECK = True
 

@@ -469,6 +469,9 @@ class _Run:
         self.last_failure = _failure(result)
         status = self._status(result, record).value
         self.must_answer = _same_again(result, record)
+        chained = self._chained_on_repeat(result) if self.must_answer else None
+        if chained is not None:
+            self.must_answer = False
         feedback = prompts.tool_feedback(
             result,
             record,
@@ -477,6 +480,9 @@ class _Run:
             answer_next=self.must_answer,
             task=self.task,
         )
+        if chained is not None:
+            feedback += "\n\n" + chained.feedback
+            self.only, self.must_call = chained.only, chained.must_call
         self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
@@ -487,6 +493,19 @@ class _Run:
         # back and forth between two such tools and never called the one that finds the id)
         self.blocked = self.blocked | {call.tool} if result.made_up else frozenset()
         self.excluded |= self.blocked
+
+    def _chained_on_repeat(self, result: ToolResult) -> checks.Question | None:
+        """A call made again for the same result, while a tool not yet called takes a value that
+        result gives (:func:`~shapeloop.checks.unchained`): the next step calls that tool, instead of
+        answering with the result. qwen2.5-coder-0.5b searched hotels twice and was made to answer
+        with the list, where the task wanted the cheapest one's cancellation policy."""
+        if not checks.CHAIN_ON_REPEAT or self.step + 2 > self.max_steps:
+            return None
+        tools = self.toolbox.tools.values()
+        question = checks.unchained(result, tools, self.called, self.excluded | self.chain_asked)
+        if question is not None:
+            self.chain_asked |= question.named
+        return question
 
     def _refused(self, calls: list[ToolCall], raw: str) -> bool:
         """Refuse a step whose calls hold a number, date or time that nothing the model was given
@@ -681,14 +700,16 @@ class _Run:
 
     def _questioned(self, shown: str) -> bool:
         """Put the first question :mod:`shapeloop.checks` has for this answer to the model, each
-        once a run; none when the step had to answer, nor without the steps left to act on it (a
-        call and an answer after a question that makes the next step call)."""
-        if self.answer_forced or self.step >= self.max_steps:
-            return False
-        if self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
+        once a run; none without the steps left to act on it (a call and an answer after a question
+        that makes the next step call). An answer the step had to give is asked only whether it has
+        the yes, the no or the number the task asks for: qwen2.5-coder-1.5b, made to answer after
+        reading animals.txt twice, said "The result does not answer the task." to "How many animals
+        are listed?"."""
+        if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
         tools = list(self.toolbox.tools.values())
-        room = self.step + 2 <= self.max_steps
+        # a forced answer is asked only for its form: the other questions make the next step call
+        room = self.step + 2 <= self.max_steps and not self.answer_forced
         question = None
         if not self.called and not self.unread_asked and room:
             question = checks.unread(self.task, shown, tools, self.excluded)
