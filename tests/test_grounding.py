@@ -332,16 +332,15 @@ def test_declines_reads_an_answer_that_says_the_task_cannot_be_done() -> None:
     assert declines("That is not possible with the tools I have.")
     assert not declines("The maintainer is Ines Alvarez.")
     assert not declines("Cannonball run: 3 laps.")
-    # asking the user for what is missing declines; saying what it will do next does not
-    assert declines("I need the employee's id.") and declines("Please provide the order number.")
-    assert not declines("I need to read readme.md first.")
 
 
 def test_asks_how_many_reads_a_task_that_wants_a_number() -> None:
     from shapeloop.prompts import asks_how_many
 
     assert asks_how_many("How many ERROR lines does log/app.log have?")
-    assert asks_how_many("how much butter do I need?") and asks_how_many("Count the animals in animals.txt.")
+    assert asks_how_many("Count the animals in animals.txt.")
+    assert asks_how_many("I'd like to know how many users haven't logged in.")  # apostrophes are not quotes
+    assert not asks_how_many("How much does the free plan cost?")  # "It's free" is an answer
     assert not asks_how_many("Which animal comes first?")
     assert not asks_how_many('Translate "how many" into French.')
     assert not asks_how_many("Give the account count of the report.")

@@ -724,6 +724,11 @@ def test_an_answer_before_any_call_to_a_task_naming_a_file_is_taken_back_once_fo
     assert _variant_tools(brain.asked[1].schema) == {"read_file"} and _actions(brain.asked[1].schema) == ["tool"]
     assert _variant_tools(brain.asked[2].schema) == {"read_file", "get_weather"}
 
+    # asking the user for the file is not declining: the loop can read it
+    brain = ScriptedBrain([answer_step("I need the contents of readme.md."), tool_step("read_file", path="readme.md"),
+                           answer_step("Ines Alvarez.")])  # fmt: skip
+    assert run_agent(brain, [read_file], "Who is the maintainer named in readme.md?").steps == 3
+
     # asked once: the same answer given again stands
     brain = ScriptedBrain([answer_step("It is Ines."), answer_step("It is Ines.")])
     run = run_agent(brain, [read_file], "Who is named in notes/team.txt?")
@@ -825,6 +830,11 @@ def test_an_answer_without_a_number_to_a_task_that_asks_how_many_is_questioned_o
         assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], task).steps == 1, answer
     assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], "Which colour?").steps == 1
     assert run_agent(ScriptedBrain([answer_step("red")]), [lookup], 'What does "how many" mean here?').steps == 1
+    # quantity words, an honest "does not say", an answer asking for what it lacks, and a yes/no task
+    for answer in ("A couple.", "Nobody.", "All of them.", "The table does not say.", "I need the table's name."):
+        assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], task).steps == 1, answer
+    yes_no = "Is there a limit on how many colours it holds? Answer yes or no."
+    assert run_agent(ScriptedBrain([answer_step("Yes.")]), [lookup], yes_no).steps == 1
 
 
 def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_its_own_schema() -> None:
@@ -899,9 +909,11 @@ def test_acts_reads_a_tools_name_for_a_verb_that_changes_something() -> None:
         return Tool(name=name, description="", parameters={"type": "object", "properties": {}}, fn=lambda: "",
                     needs_approval=needs_approval)  # fmt: skip
 
-    for name in ("delete_file", "sendEmail", "files.write", "book_hotel", "create_event"):
+    for name in ("delete_file", "sendEmail", "files.write", "book_hotel", "create_event", "disable_account",
+                 "lock_account", "terminate_instance", "notify_employee", "grant_leave"):  # fmt: skip
         assert acts(named(name)), name
-    for name in ("get_order", "get_book", "read_file", "add_vat", "users.posts", "search_flights"):
+    for name in ("get_order", "get_book", "read_file", "add_vat", "users.posts", "search_flights",
+                 "get_lock_status", "fire_risk", "find_grant"):  # fmt: skip
         assert not acts(named(name)), name
     assert acts(named("lookup", needs_approval=True))
 
@@ -915,8 +927,21 @@ def test_a_call_made_again_for_the_same_result_leads_to_the_tool_that_takes_its_
     run = run_agent(brain, tools, task)
     assert run.answer == "17.5 days" and run.steps == 4
     third = brain.asked[2]
-    assert _variant_tools(third.schema) == {"get_leave_balance"} and _actions(third.schema) == ["tool"]
-    assert "Call get_leave_balance with the employee_id from the last result now" in third.messages[-1]["content"]
+    assert _variant_tools(third.schema) == {"get_leave_balance"} and set(_actions(third.schema)) == {"tool", "answer"}
+    assert "call get_leave_balance with the employee_id from this result now" in third.messages[-1]["content"]
+    # the result may be the answer: the step may give it
+    brain = ScriptedBrain([*script[:2], answer_step("E-30418")])
+    assert run_agent(brain, tools, "What is Jonas Berg's employee id?").answer == "E-30418"
+
+    # never a tool that acts, by its name
+    @tool
+    def disable_account(employee_id: str) -> str:
+        """Disable an employee's account."""
+        return "disabled"
+
+    brain = ScriptedBrain([*script[:2], answer_step("Sales")])
+    run_agent(brain, [find_employee, disable_account], "Which department is Jonas Berg in?")
+    assert _actions(brain.asked[2].schema) == ["answer"]
     # turned off, or with no tool left to take it, the repeat makes the next step answer, as before
     import shapeloop.checks as checks_module
 

@@ -37,8 +37,8 @@ CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 UNREAD_CHECK = True
 # After a call refused for a made-up value, name the tools that say they give it (see providers).
 PROVIDERS = True
-# After a call made again for the same result, call a tool that takes a value of it, instead of
-# answering (see loop._Run._chained_on_repeat).
+# After a call made again for the same result, offer the tools that take a value of it as well as
+# the answer (see chained_on_repeat).
 CHAIN_ON_REPEAT = True
 # Question an answer with no number to a task that asks how many (see not_a_number).
 COUNT_CHECK = True
@@ -49,12 +49,16 @@ _ACTING = frozenset(
     ("delete", "remove", "rm", "write", "append", "create", "update", "send", "move", "rename", "drop", "kill",
      "upload", "overwrite", "edit", "modify", "insert", "replace", "truncate", "wipe", "purge", "destroy",
      "deploy", "publish", "submit", "cancel", "pay", "transfer", "execute", "exec", "reset", "restart",
-     "shutdown", "install", "uninstall", "buy", "sell", "refund", "approve", "reject")
+     "shutdown", "install", "uninstall", "buy", "sell", "refund", "approve", "reject", "disable", "enable",
+     "unblock", "unban", "revoke", "reboot", "terminate", "suspend", "activate", "deactivate", "notify",
+     "assign", "unassign", "unmute", "subscribe", "unsubscribe", "enroll", "revert", "rollback")
 )  # fmt: skip
 # Words that act only as a name's first word, the verb: ``book_hotel`` acts, ``get_book`` reads.
 _ACTING_FIRST = frozenset(
     ("book", "order", "post", "put", "set", "run", "stop", "save", "share", "invite", "schedule", "charge",
-     "close", "archive", "commit", "push", "log", "start")
+     "close", "archive", "commit", "push", "log", "start", "block", "ban", "grant", "lock", "unlock",
+     "restore", "flush", "mute", "register", "unregister", "withdraw", "deposit", "mark", "tag",
+     "label", "trigger", "launch", "merge", "clear", "reserve")
 )  # fmt: skip
 
 
@@ -124,8 +128,45 @@ def unchained(
     holds a number (a value, not "no such employee") or that one pointer, to a value no call has
     used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
     tasks with their first result."""
-    if not CHAIN_CHECK or result.status is not ToolStatus.OK:
+    if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded)):
         return None
+    named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
+    names = frozenset(name for name, _, _ in takers)
+    return Question(
+        objection=f"not yet called, and taking a value the last result gives: {named}",
+        feedback=prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"),
+        named=names,
+        only=None if CHAIN_STEP == "open" else names,
+        must_call=CHAIN_STEP == "call",
+    )
+
+
+def chained_on_repeat(
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+) -> Question | None:
+    """After a call made again for the same result, where a tool not yet called takes a value of it
+    (the test of :func:`unchained`): the next constrained step calls that tool or answers, where it
+    would otherwise only answer. qwen2.5-coder-0.5b searched hotels twice, and was made to answer
+    with the list where the task wanted the cheapest one's cancellation policy. Not forced to call:
+    the result may be the answer ("What is Jonas Berg's employee id?")."""
+    if not CHAIN_ON_REPEAT or not (takers := _takers(result, tools, called, excluded)):
+        return None
+    names = frozenset(name for name, _, _ in takers)
+    return Question(
+        objection="a call made again for the same result, which another tool takes",
+        feedback=prompts.repeat_chain_feedback(takers),
+        named=names,
+        only=names,
+    )
+
+
+def _takers(
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+) -> list[tuple[str, str, str | None]]:
+    """The tools that take a value of a good result, each with the parameter and, for a pointer,
+    the value (see :func:`unchained`)."""
+    if result.status is not ToolStatus.OK:
+        return []
     words = result_words(result.text)
     holds_number = re.search(r"\d", result.text) is not None
     used = {str(value).strip().casefold() for call in called for value in call.args.values()}
@@ -144,24 +185,24 @@ def unchained(
             takers.append((tool.name, pointed[0][0], pointed[0][1]))
         elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words)):
             takers.append((tool.name, taken, None))
-    if not takers:
-        return None
-    named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
-    names = frozenset(name for name, _, _ in takers)
-    return Question(
-        objection=f"not yet called, and taking a value the last result gives: {named}",
-        feedback=prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"),
-        named=names,
-        only=None if CHAIN_STEP == "open" else names,
-        must_call=CHAIN_STEP == "call",
-    )
+    return takers
+
+
+# An answer that asks the user for what it lacks ("I need the employee's id", "Please provide the
+# order number"): a question about its form would only press the model to make the thing up.
+_ASKS_USER = re.compile(r"\b(?:I need (?:the|your|an?|more)|please (?:provide|give|tell|send|share|specify))\b", re.I)
+
+
+def _spared(answer: str) -> bool:
+    """An answer a question about its form leaves alone: it declines, or asks for what it lacks."""
+    return declines(answer) or _ASKS_USER.search(answer) is not None
 
 
 def not_yes_or_no(task: str, answer: str, *, answered_from_results: bool) -> Question | None:
     """Question an answer without a yes or a no to a task that asks for one ("Does animals.txt list
     a wolf? Answer yes or no."): qwen2.5-coder-0.5b answered with the file's text. Not an answer that
     declines. After a result the next step answers; before one it may call a tool."""
-    if not prompts.asks_yes_or_no(task) or declines(answer):
+    if not prompts.asks_yes_or_no(task) or _spared(answer):
         return None
     if re.search(r"\b(?:yes|no|yep|yeah|yup|nope|nah|true|false)\b", answer, re.IGNORECASE):
         return None
@@ -172,22 +213,28 @@ def not_yes_or_no(task: str, answer: str, *, answered_from_results: bool) -> Que
     )
 
 
-# Number words an answer to "how many" may give instead of digits ("There are no ERROR lines.").
-_NUMBER_WORDS = (
-    r"zero|none|no|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+# Words an answer to "how many" may give instead of digits: number words ("There are no ERROR
+# lines."), quantities ("a couple", "half", "all of them", "nobody") and an honest "the file does
+# not say"; not "The result does not answer the task.".
+_QUANTITY = re.compile(
+    r"\b(?:zero|none|no|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
     r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
-    r"hundred|thousand|million|billion|dozen|once|twice|both"
+    r"hundred|thousand|million|billion|dozens?|once|twice|both|single|half|quarter|couple|few|several|pair|"
+    r"many|most|all|every|nothing|nobody|neither|(?:do|does|did)(?: not|n'?t|n’t) (?:know|say|show|mention|"
+    r"list|state|tell))\b|\d",
+    re.IGNORECASE,
 )
 
 
 def not_a_number(task: str, answer: str, *, answered_from_results: bool) -> Question | None:
     """Question an answer without a number to a task that asks how many ("How many ERROR lines
     does log/app.log have?"): qwen2.5-coder-0.5b answered with the log's text, qwen2.5-coder-1.5b
-    with "The result does not answer the task.". Not an answer that declines. After a result the
-    next step answers; before one it may call a tool."""
-    if not COUNT_CHECK or not prompts.asks_how_many(task) or declines(answer):
+    with "The result does not answer the task.". Not an answer with a quantity word ("a couple",
+    "nobody"), one that declines or asks for what it lacks, nor a task that asks for yes or no. After
+    a result the next step answers; before one it may call a tool."""
+    if not COUNT_CHECK or not prompts.asks_how_many(task) or prompts.asks_yes_or_no(task) or _spared(answer):
         return None
-    if re.search(rf"\d|\b(?:{_NUMBER_WORDS})\b", answer, re.IGNORECASE):
+    if _QUANTITY.search(answer):
         return None
     return Question(
         objection="the task asks how many",

@@ -253,16 +253,14 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
 
 _DECLINING = re.compile(
     r"\b(?:can ?not|can'?t|can’t|unable|not able|not possible|impossible|no (?:tool|way|access)|"
-    r"(?:do|does|did)(?: not|n'?t|n’t) have|(?:am|is|are)(?: not|n'?t|n’t) (?:allowed|permitted)|sorry|"
-    r"I need (?:the|your|an?|more)|please (?:provide|give|tell|send|share|specify))\b",
+    r"(?:do|does|did)(?: not|n'?t|n’t) have|(?:am|is|are)(?: not|n'?t|n’t) (?:allowed|permitted)|sorry)\b",
     re.IGNORECASE,
 )
 
 
 def declines(answer: str) -> bool:
     """Whether an answer says the task cannot be done ("I cannot delete files with these tools",
-    "Sorry, I don't have access to that"), or asks the user for what it lacks ("I need the employee's
-    id", not "I need to read it"): such an answer states nothing it would have to have read."""
+    "Sorry, I don't have access to that"): such an answer states nothing it would have to have read."""
     return _DECLINING.search(answer) is not None
 
 

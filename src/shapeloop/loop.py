@@ -478,11 +478,11 @@ class _Run:
             status=status,
             failed_before=self._waiting(call),
             answer_next=self.must_answer,
+            then="" if chained is None else chained.feedback,
             task=self.task,
         )
         if chained is not None:
-            feedback += "\n\n" + chained.feedback
-            self.only, self.must_call = chained.only, chained.must_call
+            self.only = chained.only
         self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
@@ -495,14 +495,13 @@ class _Run:
         self.excluded |= self.blocked
 
     def _chained_on_repeat(self, result: ToolResult) -> checks.Question | None:
-        """A call made again for the same result, while a tool not yet called takes a value that
-        result gives (:func:`~shapeloop.checks.unchained`): the next step calls that tool, instead of
-        answering with the result. qwen2.5-coder-0.5b searched hotels twice and was made to answer
-        with the list, where the task wanted the cheapest one's cancellation policy."""
-        if not checks.CHAIN_ON_REPEAT or self.step + 2 > self.max_steps:
+        """After a call made again for the same result: the tools that take a value of it, which the
+        next step may call instead of answering (:func:`~shapeloop.checks.chained_on_repeat`), with
+        a call and an answer left."""
+        if self.step + 2 > self.max_steps:
             return None
         tools = self.toolbox.tools.values()
-        question = checks.unchained(result, tools, self.called, self.excluded | self.chain_asked)
+        question = checks.chained_on_repeat(result, tools, self.called, self.excluded | self.chain_asked)
         if question is not None:
             self.chain_asked |= question.named
         return question

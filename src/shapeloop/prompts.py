@@ -195,6 +195,7 @@ def tool_feedback(
     status: str,
     failed_before: str | None = None,
     answer_next: bool = False,
+    then: str = "",
     task: str = "",
 ) -> str:
     """The user turn that carries a tool's result back to the model.
@@ -202,7 +203,8 @@ def tool_feedback(
     ``failed_before`` names a tool whose call failed earlier in the run: after another tool's result
     the model is reminded to call it again with what it now has (small models answered with the
     result that was only the way to it: an employee's id instead of the leave balance it unlocks).
-    ``answer_next``: the call was made before with this same result, and the next step must answer.
+    ``answer_next``: the call was made before with this same result, and the next step must answer;
+    ``then``: it was, and this says what to do instead (:func:`repeat_chain_feedback`).
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
     if task and TASK_AFTER_RESULT:
@@ -213,12 +215,12 @@ def tool_feedback(
             f"needed, call {failed_before} again with it now; if it already answers the task, answer."
         )
         return text
-    if answer_next:
+    if answer_next or then:
         # Imperatives only: qwen2.5-coder-0.5b gave "You have what it gives." from an earlier
         # wording as its answer.
         return text + (
-            f"You made this same call {record.times} times and got this same result each time. Reply "
-            'with action "answer" now and say what the result says.'
+            f"You made this same call {record.times} times and got this same result each time. "
+            + (then or 'Reply with action "answer" now and say what the result says.')
         )
     text += _FAILED if status == "error" else _REFUSED if status == "denied" else _NEXT
     if status == "repeat":
@@ -357,6 +359,18 @@ def chain_feedback(takers: Sequence[tuple[str, str, str | None]], *, must_call: 
     )
 
 
+def repeat_chain_feedback(takers: Sequence[tuple[str, str, str | None]]) -> str:
+    """After a call made again for the same result, where tools not yet called take a value of it.
+    Imperatives only (see :func:`chain_feedback`)."""
+    calls = " or ".join(
+        f"{tool} with the {parameter} from this result"
+        if value is None
+        else f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}"
+        for tool, parameter, value in takers
+    )
+    return f"If the task needs more than this result gives, call {calls} now. Otherwise answer from this result."
+
+
 def asks_yes_or_no(task: str) -> bool:
     """Whether the task asks for a yes or a no: "Answer yes or no.", "reply with 'yes' or 'no'",
     "(yes/no)", "... yes or no?" at the end; not "a yes/no column"."""
@@ -369,15 +383,16 @@ def asks_yes_or_no(task: str) -> bool:
 
 
 def asks_how_many(task: str) -> bool:
-    """Whether the task asks for a number: "How many animals are listed?", "how much butter ...",
-    "Count the ERROR lines in app.log."; not "how many" inside a quotation."""
-    unquoted = re.sub(r"\"[^\"]*\"|'[^']*'", " ", task)
-    return re.search(r"\bhow\s+(?:many|much)\b|^\W*count\b", unquoted, re.IGNORECASE) is not None
+    """Whether the task asks for a count: "How many animals are listed?", "Count the ERROR lines in
+    app.log."; not "how many" inside a quotation. Not "how much": its answers are as often "It's
+    free" or "on request" as a number."""
+    unquoted = re.sub(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)", " ", task)
+    return re.search(r"\bhow\s+many\b|^\W*count\b", unquoted, re.IGNORECASE) is not None
 
 
 def how_many_feedback() -> str:
     """After an answer with no number, to a task that asks how many. Imperatives only."""
-    return "The task asks how many. Give your answer again, with the number."
+    return "The task asks how many. Give your answer again, with the number the results give."
 
 
 def yes_or_no_feedback() -> str:
