@@ -965,3 +965,24 @@ def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_w
     assert run.answer == "1 colour." and run.steps == 4
     assert _actions(brain.asked[2].schema) == _actions(brain.asked[3].schema) == ["answer"]
     assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]
+
+
+def test_an_answer_made_only_of_the_loops_and_the_tasks_words_is_refused_when_switched_on() -> None:
+    import shapeloop.loop as loop_module
+
+    task = "What is the last animal in animals.txt?"
+    script = [tool_step("lookup", key="animals"), answer_step("The result does not answer the task."),
+              answer_step("The last animal is moose.")]  # fmt: skip
+    saved, loop_module.SAYS_NOTHING = loop_module.SAYS_NOTHING, True
+    try:
+        brain = ScriptedBrain(script)
+        run = run_agent(brain, [lookup], task)
+        assert run.answer == "The last animal is moose." and run.steps == 3
+        assert f"Answer it from the results above: {task}" in brain.asked[2].messages[-1]["content"]
+        # an answer with its own words, or a yes or a no, stands
+        for answer in ("The last one is unknown.", "No, there is no such animal."):
+            brain = ScriptedBrain([tool_step("lookup", key="animals"), answer_step(answer)])
+            assert run_agent(brain, [lookup], task).steps == 2, answer
+    finally:
+        loop_module.SAYS_NOTHING = saved
+    assert run_agent(ScriptedBrain(script), [lookup], task).steps == 2

@@ -60,6 +60,8 @@ from shapeloop.values import made_up_values
 VALUE_CHECK = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
+# Refuse an answer, after a result, made only of the loop's and the task's words (see prompts.says_nothing).
+SAYS_NOTHING = False
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -650,6 +652,12 @@ class _Run:
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
             self._withdraw_example()
+            return
+        elif SAYS_NOTHING and self.results and prompts.says_nothing(answer, self._loop_words(), self.task):
+            objection = "the answer says nothing of its own: only the loop's and the task's words"
+            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
+            self._barren(raw, prompts.says_nothing_feedback(self.task), "empty-statement")
+            self.must_answer = self.answer_forced and self.outcome is None
             return
         elif prompts.copies_loop(answer, self._loop_words(), self._given()):
             objection = "the answer repeats the loop's own instructions"
