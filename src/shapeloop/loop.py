@@ -653,7 +653,7 @@ class _Run:
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
             self._withdraw_example()
             return
-        elif SAYS_NOTHING and self.results and prompts.says_nothing(answer, self._loop_words(), self.task):
+        elif SAYS_NOTHING and self.results and self._says_nothing(answer):
             objection = "the answer says nothing of its own: only the loop's and the task's words"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
             self._barren(raw, prompts.says_nothing_feedback(self.task), "empty-statement")
@@ -679,6 +679,9 @@ class _Run:
         self.given.append(objection)  # the caller's words: an answer may take them up
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
+
+    def _says_nothing(self, answer: str) -> bool:
+        return prompts.says_nothing(answer, self._loop_words(), self.task, self._given())
 
     def _withdraw_example(self) -> None:
         """Once an answer copies the worked example or the loop's words (the example's reason, "The

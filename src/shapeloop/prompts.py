@@ -99,16 +99,18 @@ _FILLER = frozenset(
 )  # fmt: skip
 
 
-def says_nothing(answer: str, loop_words: str, task: str) -> bool:
+def says_nothing(answer: str, loop_words: str, task: str, results: str) -> bool:
     """Whether ``answer``, of four words or more, is made only of the loop's words, the task's and
-    filler: a statement about the result or the task, not an answer to it. qwen2.5-coder-1.5b,
+    filler, with none that only the ``results`` hold: a statement about the result or the task, not
+    an answer to it. qwen2.5-coder-1.5b,
     after reading ``animals.txt``, answered "The result does not answer the task." and "The result
     is the same each time, so it is not an answer.". Not an answer with a yes or a no in it ("No,
     there is no wolf.")."""
     said = _phrase(answer).split()
     if len(said) < 4 or not set(said).isdisjoint({"yes", "no", "true", "false"}):
         return False
-    return set(said) <= _words(loop_words) | _words(task) | _FILLER
+    own = _words(results) - _words(task)
+    return set(said) <= (_words(loop_words) | _words(task) | _FILLER) - own
 
 
 def says_nothing_feedback(task: str) -> str:
