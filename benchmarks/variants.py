@@ -183,7 +183,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
-    "says-nothing": lambda: _patched(loop, SAYS_NOTHING=True),
     "task-after-result": lambda: _patched(prompts, TASK_AFTER_RESULT=True),
     "task-after-result-holds": lambda: _patched(prompts, TASK_AFTER_RESULT=True, _NEXT=_NEXT_HOLDS),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),

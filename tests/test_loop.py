@@ -73,6 +73,17 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     second = brain.asked[1].messages
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
+    assert "The task:" not in second[-1]["content"]
+    # switched on (a variant), the task's words come again after the result
+    import shapeloop.prompts as prompts_module
+
+    saved, prompts_module.TASK_AFTER_RESULT = prompts_module.TASK_AFTER_RESULT, True
+    try:
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
+        run_agent(brain, [lookup], "What colour?")
+        assert "red\n\nThe task: What colour?\nIf this result answers" in brain.asked[1].messages[-1]["content"]
+    finally:
+        prompts_module.TASK_AFTER_RESULT = saved
     assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
 
@@ -965,24 +976,3 @@ def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_w
     assert run.answer == "1 colour." and run.steps == 4
     assert _actions(brain.asked[2].schema) == _actions(brain.asked[3].schema) == ["answer"]
     assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]
-
-
-def test_an_answer_made_only_of_the_loops_and_the_tasks_words_is_refused_when_switched_on() -> None:
-    import shapeloop.loop as loop_module
-
-    task = "What is the last animal in animals.txt?"
-    script = [tool_step("lookup", key="animals"), answer_step("The result does not answer the task."),
-              answer_step("The last animal is moose.")]  # fmt: skip
-    saved, loop_module.SAYS_NOTHING = loop_module.SAYS_NOTHING, True
-    try:
-        brain = ScriptedBrain(script)
-        run = run_agent(brain, [lookup], task)
-        assert run.answer == "The last animal is moose." and run.steps == 3
-        assert f"Answer it from the results above: {task}" in brain.asked[2].messages[-1]["content"]
-        # an answer with its own words, or a yes or a no, stands
-        for answer in ("The last one is unknown.", "No, there is no such animal."):
-            brain = ScriptedBrain([tool_step("lookup", key="animals"), answer_step(answer)])
-            assert run_agent(brain, [lookup], task).steps == 2, answer
-    finally:
-        loop_module.SAYS_NOTHING = saved
-    assert run_agent(ScriptedBrain(script), [lookup], task).steps == 2

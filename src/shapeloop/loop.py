@@ -60,8 +60,6 @@ from shapeloop.values import made_up_values
 VALUE_CHECK = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
-# Refuse an answer, after a result, made only of the loop's and the task's words (see prompts.says_nothing).
-SAYS_NOTHING = False
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -653,12 +651,6 @@ class _Run:
             self._barren(raw, prompts.example_answer_feedback(), "example-copy")
             self._withdraw_example()
             return
-        elif SAYS_NOTHING and self.results and self._says_nothing(answer):
-            objection = "the answer says nothing of its own: only the loop's and the task's words"
-            self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
-            self._barren(raw, prompts.says_nothing_feedback(self.task), "empty-statement")
-            self.must_answer = self.answer_forced and self.outcome is None
-            return
         elif prompts.copies_loop(answer, self._loop_words(), self._given()):
             objection = "the answer repeats the loop's own instructions"
             self._emit(AnswerRejected(step=self.step, text=answer, objection=objection))
@@ -679,9 +671,6 @@ class _Run:
         self.given.append(objection)  # the caller's words: an answer may take them up
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
-
-    def _says_nothing(self, answer: str) -> bool:
-        return prompts.says_nothing(answer, self._loop_words(), self.task, self._given())
 
     def _withdraw_example(self) -> None:
         """Once an answer copies the worked example or the loop's words (the example's reason, "The
