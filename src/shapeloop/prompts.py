@@ -348,12 +348,7 @@ def chain_feedback(takers: Sequence[tuple[str, str, str | None]], *, must_call: 
     tools = " or ".join(tool for tool, _, _ in takers)
     if must_call:
         # imperatives only: qwen2.5-coder-0.5b gave a statement of this feedback back as its answer
-        calls = " or ".join(
-            f"{tool} with the {parameter} from the last result"
-            if value is None
-            else f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}"
-            for tool, parameter, value in takers
-        )
+        calls = _calls(takers, "the last result")
         return f"Do not answer yet. Call {calls} now, then answer the task from what it returns."
     return (
         f"Before you answer: tools you have not called take a value that the last result gives ({named}). "
@@ -365,13 +360,19 @@ def chain_feedback(takers: Sequence[tuple[str, str, str | None]], *, must_call: 
 def repeat_chain_feedback(takers: Sequence[tuple[str, str, str | None]]) -> str:
     """After a call made again for the same result, where tools not yet called take a value of it.
     Imperatives only (see :func:`chain_feedback`)."""
-    calls = " or ".join(
-        f"{tool} with the {parameter} from this result"
+    calls = _calls(takers, "this result")
+    return f"If the task needs more than this result gives, call {calls} now. Otherwise answer from this result."
+
+
+def _calls(takers: Sequence[tuple[str, str, str | None]], source: str) -> str:
+    """The calls that take a result's value: "get_leave_balance with the employee_id from the last
+    result", or with the value itself where the result points to one."""
+    return " or ".join(
+        f"{tool} with the {parameter} from {source}"
         if value is None
         else f"{tool} with {parameter} {json.dumps(value, ensure_ascii=False)}"
         for tool, parameter, value in takers
     )
-    return f"If the task needs more than this result gives, call {calls} now. Otherwise answer from this result."
 
 
 def asks_yes_or_no(task: str) -> bool:
