@@ -844,6 +844,9 @@ def test_an_answer_without_a_number_to_a_task_that_asks_how_many_is_questioned_o
     # quantity words, an honest "does not say", an answer asking for what it lacks, and a yes/no task
     for answer in ("A couple.", "Nobody.", "All of them.", "The table does not say.", "I need the table's name."):
         assert run_agent(ScriptedBrain([answer_step(answer)]), [lookup], task).steps == 1, answer
+    # the digits of a date or an id are not a count: the file's lines given back are questioned
+    for answer in ("2026-11-01 ERROR disk full\n2026-11-01 INFO retry", "See E-30418."):
+        assert run_agent(ScriptedBrain([answer_step(answer), answer_step("2")]), [lookup], task).steps == 2, answer
     yes_no = "Is there a limit on how many colours it holds? Answer yes or no."
     assert run_agent(ScriptedBrain([answer_step("Yes.")]), [lookup], yes_no).steps == 1
 

@@ -221,7 +221,10 @@ _QUANTITY = re.compile(
     r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
     r"hundred|thousand|million|billion|dozens?|once|twice|both|single|half|quarter|couple|few|several|pair|"
     r"many|most|all|every|nothing|nobody|neither|(?:do|does|did)(?: not|n'?t|n’t) (?:know|say|show|mention|"
-    r"list|state|tell))\b|\d",
+    r"list|state|tell))\b"
+    # a number on its own: not the digits of a date, a time, an id or a path ("2026-11-01 ERROR disk
+    # full" is a log line given back, not a count)
+    r"|(?<![\w.:/-])\d+(?:[.,]\d+)*(?![\w:/-]|[.,]\d)",
     re.IGNORECASE,
 )
 
