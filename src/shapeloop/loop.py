@@ -470,8 +470,8 @@ class _Run:
         status = self._status(result, record).value
         self.must_answer = _same_again(result, record)
         chained = self._chained_on_repeat(result) if self.must_answer else None
-        if chained is not None:
-            self.must_answer = False
+        if chained is not None:  # the tools that take the result, or the answer
+            self.must_answer, self.only = False, chained.only
         feedback = prompts.tool_feedback(
             result,
             record,
@@ -481,8 +481,6 @@ class _Run:
             then="" if chained is None else chained.feedback,
             task=self.task,
         )
-        if chained is not None:
-            self.only = chained.only
         self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
         self.failed_tool = call.tool if result.status is ToolStatus.ERROR else None
