@@ -148,12 +148,6 @@ _NEXT_PATIENT = (
     "value, or a second call that uses this result), call the next tool."
 )
 
-# the feedback after a result, asking for the task's answer from it rather than whether it "answers" it
-_NEXT_HOLDS = (
-    'If this result holds what the task asks for, reply with action "answer" now and answer the task from it; '
-    "otherwise call another tool."
-)
-
 _PLAIN_HINT = "; use list_files to see what is there"  # the error's ending before it named files
 
 VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
@@ -183,8 +177,9 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
-    "task-after-result": lambda: _patched(prompts, TASK_AFTER_RESULT=True),
-    "task-after-result-holds": lambda: _patched(prompts, TASK_AFTER_RESULT=True, _NEXT=_NEXT_HOLDS),
+    "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),
+    "no-restate-task": lambda: _patched(prompts, RESTATE_TASK=False),
+    "no-written-choices": lambda: _patched(offer, WRITTEN_CHOICES=False),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

@@ -171,6 +171,20 @@ def test_the_answer_bias_is_the_one_calibrated_for_the_model_unless_given() -> N
     assert LlamaCppBrain("qwen2.5-coder-0.5b", llama=fake, answer_bias=0.0).answer_bias == 0.0  # type: ignore[arg-type]
 
 
+def test_the_task_is_restated_after_a_result_for_the_models_whose_entry_says_so_unless_given() -> None:
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    fake = FakeLlama([])
+
+    def restates(name: str, **kwargs: bool) -> bool:
+        return LlamaCppBrain(name, llama=fake, **kwargs).capabilities.restate_task  # type: ignore[arg-type]
+
+    assert restates("qwen2.5-coder-1.5b") and not restates("qwen2.5-coder-0.5b")
+    assert not restates("some/model.gguf") and not restates("qwen2.5-coder-1.5b", restate_task=False)
+    assert restates("qwen2.5-coder-0.5b", restate_task=True)
+    assert LlamaCppBrain("qwen2.5-coder-1.5b", llama=fake).capabilities.exclusive  # type: ignore[arg-type]
+
+
 def test_below_the_fit_floor_the_first_step_leans_to_the_answer_and_the_fit_is_measured_once() -> None:
     from shapeloop.backends.llamacpp import UNFIT_BIAS
 

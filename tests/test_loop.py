@@ -7,6 +7,7 @@ import pytest
 from helpers import answer_step, tool_step
 from shapeloop import (
     BackendError,
+    Capabilities,
     ContextOverflow,
     Finish,
     Message,
@@ -22,7 +23,7 @@ from shapeloop import (
     tool,
 )
 from shapeloop.errors import ToolFailure
-from shapeloop.events import AnswerRejected, ModeChanged, RepeatNoticed, ToolReturned
+from shapeloop.events import AnswerRejected, CallRefused, ModeChanged, RepeatNoticed, ToolReturned
 
 
 @tool
@@ -74,16 +75,24 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
     assert "The task:" not in second[-1]["content"]
-    # switched on (a variant), the task's words come again after the result
+    # a model whose backend asks for it gets the task's words again after the result
+    restated = "red\n\nThe task: What colour?\nIf this result holds what the task asks for"
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
+    brain.capabilities = Capabilities(restate_task=True)
+    run_agent(brain, [lookup], "What colour?")
+    assert restated in brain.asked[1].messages[-1]["content"]
+    # the benchmark's variants set it for every model, or for none
     import shapeloop.prompts as prompts_module
 
-    saved, prompts_module.TASK_AFTER_RESULT = prompts_module.TASK_AFTER_RESULT, True
-    try:
-        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
-        run_agent(brain, [lookup], "What colour?")
-        assert "red\n\nThe task: What colour?\nIf this result answers" in brain.asked[1].messages[-1]["content"]
-    finally:
-        prompts_module.TASK_AFTER_RESULT = saved
+    for setting, restate, shown in ((True, False, True), (False, True, False)):
+        saved, prompts_module.RESTATE_TASK = prompts_module.RESTATE_TASK, setting
+        try:
+            brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
+            brain.capabilities = Capabilities(restate_task=restate)
+            run_agent(brain, [lookup], "What colour?")
+            assert (restated in brain.asked[1].messages[-1]["content"]) is shown
+        finally:
+            prompts_module.RESTATE_TASK = saved
     assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
 
@@ -862,19 +871,36 @@ def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_
         return "a Tuesday"
 
     pattern = '"pattern": "^\\\\d{4}-\\\\d{2}-\\\\d{2}$"'
+    # values not checked: the layout alone
     brain = ScriptedBrain([tool_step("day_of_week", date="1789-07-14"), answer_step("A Tuesday.")])
-    assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+    assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?", ground_values=False).ok
     assert all(pattern in json.dumps(asked.schema) for asked in brain.asked)
     assert "pattern" not in json.dumps(day_of_week.parameters)
+    # values checked: the dates the task writes, which the check takes, and no other
+    brain = ScriptedBrain([tool_step("day_of_week", date="1789-07-14"), answer_step("A Tuesday.")])
+    assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+    assert '"enum": ["1789-07-14"]' in json.dumps(brain.asked[0].schema)
+    assert pattern not in json.dumps(brain.asked[0].schema)
+    # no date written: the layout, and the check
+    brain = ScriptedBrain([tool_step("day_of_week", date="1789-07-14"), answer_step("I cannot tell.")])
+    run = run_agent(brain, [day_of_week], "What weekday was the storming of the Bastille?")
+    assert pattern in json.dumps(brain.asked[0].schema) and any(isinstance(e, CallRefused) for e in run.events)
     import shapeloop.offer as offer_module
 
     saved, offer_module.LAYOUT_PATTERNS = offer_module.LAYOUT_PATTERNS, False
     try:
         brain = ScriptedBrain([answer_step("A Tuesday.")])
-        assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+        assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?", ground_values=False).ok
         assert pattern not in json.dumps(brain.asked[0].schema)
     finally:
         offer_module.LAYOUT_PATTERNS = saved
+    saved, offer_module.WRITTEN_CHOICES = offer_module.WRITTEN_CHOICES, False
+    try:
+        brain = ScriptedBrain([tool_step("day_of_week", date="1789-07-14"), answer_step("A Tuesday.")])
+        assert run_agent(brain, [day_of_week], "Weekday of 14 July 1789?").ok
+        assert pattern in json.dumps(brain.asked[0].schema) and "enum" not in json.dumps(brain.asked[0].schema)
+    finally:
+        offer_module.WRITTEN_CHOICES = saved
 
 
 def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:

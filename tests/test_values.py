@@ -8,7 +8,7 @@ import pytest
 from helpers import answer_step, tool_step
 from shapeloop import AnswerRejected, CallRefused, ScriptedBrain, StopReason, ToolCalled, run_agent, tool
 from shapeloop.grounding import named_required
-from shapeloop.values import made_up_values
+from shapeloop.values import held_to_written, made_up_values
 
 ran: list[tuple[str, str]] = []
 
@@ -334,3 +334,72 @@ def test_gives_reads_a_tools_name_and_description_against_its_own_parameters() -
     assert not gives("geocode", "Latitude and longitude of a city.", geocode.parameters, "id")  # no words left
     # a short word is in too many names: day_of_week does not give add_days' days
     assert not gives("day_of_week", "The day of the week of a date.", {"properties": {"date": {}}}, "days")
+
+
+HELD = {
+    "properties": {
+        "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$", "description": "the day, YYYY-MM-DD"},
+        "start_time": {"type": "string", "pattern": "^\\d{2}:\\d{2}$"},
+        "when": {"type": "string", "format": "date"},
+        "stay": {"type": "object", "properties": {"until": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"}}},
+        "note": {"type": "string"},
+        "booking_id": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"},
+        "later": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"},
+    },
+    "required": ["date", "start_time", "when", "stay", "note", "booking_id"],
+}
+
+
+def _enums(parameters: Any) -> dict[str, Any]:
+    properties = parameters["properties"]
+    return {
+        "date": properties["date"].get("enum"),
+        "start_time": properties["start_time"].get("enum"),
+        "when": properties["when"].get("enum"),
+        "until": properties["stay"]["properties"]["until"].get("enum"),
+    }
+
+
+def test_a_date_or_time_argument_is_held_to_what_the_conversation_writes() -> None:
+    seen = "Schedule it on April 8th 2025 at 2:30 pm, or 14 July 1789 at noon."
+    held = held_to_written(HELD, seen)
+    assert _enums(held) == {
+        "date": ["1789-07-14", "2025-04-08"],
+        "start_time": ["12:00", "14:30"],
+        "when": ["1789-07-14", "2025-04-08"],
+        "until": ["1789-07-14", "2025-04-08"],
+    }
+    assert "pattern" not in held["properties"]["date"] and "format" not in held["properties"]["when"]
+    assert held["properties"]["date"]["description"] == "the day, YYYY-MM-DD"
+    # what every value the check takes is, it takes; anything else it refuses
+    for date in held["properties"]["date"]["enum"]:
+        assert made_up_values(HELD, {"date": date}, seen) == []
+    assert made_up_values(HELD, {"date": "1478-07-14"}, seen) == [("date", "1478-07-14")]
+    # an id, free text, and an argument the tool does not require stay as they are; the schema given is not changed
+    for name in ("note", "booking_id", "later"):
+        assert held["properties"][name] == HELD["properties"][name]
+    assert "enum" not in HELD["properties"]["date"]
+    # a date and a time together, in the layout the pattern takes
+    moment = {"properties": {"at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}$"}},
+              "required": ["at"]}  # fmt: skip
+    assert held_to_written(moment, "on 2025-04-08 at 9am")["properties"]["at"]["enum"] == ["2025-04-08T09:00"]
+
+
+@pytest.mark.parametrize(
+    "seen",
+    [
+        "Nothing dated here.",
+        "Book it for tomorrow, 2025-04-08 was too early.",  # relative: a date near the written one passes too
+        "On March 3rd, or 2025-04-08.",  # no year: any year passes
+    ],
+)
+def test_dates_are_left_open_where_the_check_takes_more_than_can_be_listed(seen: str) -> None:
+    held = held_to_written(HELD, seen)
+    assert _enums(held)["date"] is None and _enums(held)["when"] is None
+    assert held["properties"]["date"]["pattern"] == HELD["properties"]["date"]["pattern"]
+
+
+def test_a_time_is_held_though_the_dates_are_open() -> None:
+    held = held_to_written(HELD, "tomorrow at 7.30pm")
+    assert _enums(held) == {"date": None, "start_time": ["19:30"], "when": None, "until": None}
+    assert held_to_written(HELD, "No time written.") is HELD

@@ -415,12 +415,14 @@ class _Run:
         schema = None
         if self.mode is Mode.CONSTRAINED:
             given = self._given()
+            checked = self._checked() if self.ground_values else None
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
-                schema = self.offer.schema(frozenset(self.toolbox.tools) - self.only, not self.must_call, given)
+                excluded = frozenset(self.toolbox.tools) - self.only
+                schema = self.offer.schema(excluded, not self.must_call, given, checked)
             else:
-                schema = self.offer.schema(self.excluded, not self.must_call, given)
+                schema = self.offer.schema(self.excluded, not self.must_call, given, checked)
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -480,6 +482,7 @@ class _Run:
             answer_next=self.must_answer,
             then="" if chained is None else chained.feedback,
             task=self.task,
+            restate=self.brain.capabilities.restate_task,
         )
         self._say("user", feedback)
         # a failed call waits for another tool's result that may give what it needed; said once
@@ -513,7 +516,7 @@ class _Run:
         next constrained step does (:func:`~shapeloop.checks.providers`)."""
         if not self.ground_values:
             return False
-        given = self._given() + "\n" + self.answered_before
+        given = self._checked()
         made_up = [
             (call, values)
             for call in calls
@@ -786,6 +789,11 @@ class _Run:
         model wrote, nor the loop's words around a result (they quote the call). An id and an
         answer's facts have to come from here."""
         return "\n".join([self.instructions, *self.given])
+
+    def _checked(self) -> str:
+        """What a call's numbers, dates and times are checked against: what the model was given
+        (:meth:`_given`) and the earlier conversation's answers."""
+        return self._given() + "\n" + self.answered_before
 
     def _say(self, role: str, content: str) -> None:
         message = Message(role=role, content=content)  # type: ignore[typeddict-item]

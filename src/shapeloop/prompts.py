@@ -180,13 +180,21 @@ def task_message(task: str, *, continued: bool) -> str:
     return f"Next task: {task}" if continued else task
 
 
-# After a result. The seventh round's "If this result holds what the task asks for, ... answer the
-# task from it", with the task's words again (TASK_AFTER_RESULT), gained qwen2.5-coder-1.5b three
-# workspace tasks of 23 on the tune half and cost qwen2.5-coder-0.5b four: not shipped.
+# After a result.
 _NEXT = (
     'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
-TASK_AFTER_RESULT = False  # the task's words again, after each result
+# After a result, for a model whose backend asks for the task again (``Capabilities.restate_task``):
+# the task's words, and the answer asked for from the result. On the tune half's 23 workspace tasks
+# it gained qwen2.5-coder-1.5b three ("The result does not answer the task." had been its answer
+# after reading the very file the task named) and cost qwen2.5-coder-0.5b four.
+_NEXT_RESTATED = (
+    'If this result holds what the task asks for, reply with action "answer" now and answer the task from it; '
+    "otherwise call another tool."
+)
+# The task again after each result: None, as the backend asks; True or False for every model (the
+# benchmark's variants).
+RESTATE_TASK: bool | None = None
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."
 _REFUSED = "That call was refused: do not make it again. Call another tool, or tell the user it cannot be done."
 
@@ -200,6 +208,7 @@ def tool_feedback(
     answer_next: bool = False,
     then: str = "",
     task: str = "",
+    restate: bool = False,
 ) -> str:
     """The user turn that carries a tool's result back to the model.
 
@@ -208,9 +217,12 @@ def tool_feedback(
     result that was only the way to it: an employee's id instead of the leave balance it unlocks).
     ``answer_next``: the call was made before with this same result, and the next step must answer;
     ``then``: it was, and this says what to do instead (:func:`repeat_chain_feedback`).
+    ``restate``: the model's backend asks for the task's words again after a result (``task``), and
+    the answer from it (``RESTATE_TASK`` overrides).
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    if task and TASK_AFTER_RESULT:
+    restated = bool(task) and (restate if RESTATE_TASK is None else RESTATE_TASK)
+    if restated:
         text += f"The task: {_clip(task, 600)}\n"
     if status == "ok" and failed_before:
         text += (
@@ -225,7 +237,7 @@ def tool_feedback(
             f"You made this same call {record.times} times and got this same result each time. "
             + (then or 'Reply with action "answer" now and say what the result says.')
         )
-    text += _FAILED if status == "error" else _REFUSED if status == "denied" else _NEXT
+    text += _FAILED if status == "error" else _REFUSED if status == "denied" else _NEXT_RESTATED if restated else _NEXT
     if status == "repeat":
         text += (
             f"\n\nNote: you made this same call {record.times} times and got this same result each "

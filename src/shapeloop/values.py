@@ -251,3 +251,108 @@ def _times(text: str) -> Iterator[tuple[int, int]]:
         yield 12, 0
     if re.search(r"\bmidnight\b", text, re.IGNORECASE):
         yield 0, 0
+
+
+# The layouts a date or time argument held to written values is given in: each is used where the
+# argument's pattern (or its format, "date") takes it.
+_LAYOUTS = ("%Y-%m-%d", "%H:%M", "%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
+
+
+_Moment = tuple[datetime.date | None, datetime.time | None]  # a written date, time, or both
+
+
+def held_to_written(parameters: Mapping[str, Any], seen: str) -> Mapping[str, Any]:
+    """``parameters`` with every date or time argument that :func:`made_up_values` questions held to
+    an ``enum`` of the dates or times ``seen`` writes, in the argument's layout; the same object where
+    none is.
+
+    The check refuses any other value, so the constrained step may as well not offer one:
+    qwen2.5-coder-0.5b wrote ``1478-07-14`` for "14 July 1789" and ``23:30`` for "2:30 pm", in the
+    right layout, and the refusal left it nothing to do but answer "Not run.". Only where what the
+    check accepts can be listed: a text argument (required, or inside one) held to a date or time
+    layout by its ``pattern`` or ``format: date``, and ``seen`` writing such values, none of them a
+    date without a year or relative to another ("tomorrow", "next Friday").
+    """
+    required = parameters.get("required") or []
+    properties = parameters.get("properties") or {}
+    if not isinstance(required, list) or not isinstance(properties, Mapping):
+        return parameters
+    written = _Written(seen)
+    if not written.dates and not written.times:
+        return parameters
+    dated = not written.relative and all(year is not None for year, _, _ in written.dates)
+    choices = _written_values(written, dated)
+    held = {
+        name: new
+        for name in required
+        if isinstance(name, str) and isinstance(sub := properties.get(name), Mapping)
+        if (new := _held(name, sub, choices)) is not None
+    }
+    if not held:
+        return parameters
+    return {**parameters, "properties": {**properties, **held}}
+
+
+def _written_values(written: _Written, dated: bool) -> list[_Moment]:
+    """Every date and time ``written`` holds, alone and (a date with a time) together; dates only
+    where ``dated``."""
+    days = sorted({datetime.date(y, m, d) for y, m, d in written.dates if y and _valid(y, m, d)}) if dated else []
+    clocks = sorted({datetime.time(h, m) for h, m in written.times if 0 <= h < 24 and 0 <= m < 60})
+    return [
+        *((day, None) for day in days),
+        *((None, clock) for clock in clocks),
+        *((day, clock) for day in days for clock in clocks),
+    ]
+
+
+def _valid(year: int, month: int, day: int) -> bool:
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def _held(path: str, schema: Any, moments: list[_Moment]) -> dict[str, Any] | None:
+    """The schema of one argument held to the written values its layout takes (at any depth), or
+    None where nothing changes."""
+    if not isinstance(schema, Mapping) or is_id_name(path) or "enum" in schema or "const" in schema:
+        return None
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        nested = {key: new for key, sub in properties.items() if (new := _held(key, sub, moments)) is not None}
+        return {**schema, "properties": {**properties, **nested}} if nested else None
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        new_items = _held(path, items, moments)
+        return {**schema, "items": new_items} if new_items is not None else None
+    kind = schema.get("type")
+    if not (kind == "string" or (isinstance(kind, list) and "string" in kind)):
+        return None
+    pattern, layout = schema.get("pattern"), schema.get("format")
+    if isinstance(pattern, str):
+        fits = [text for text in _in_layouts(moments) if _full(pattern, text)]
+    elif layout == "date":
+        fits = [day.isoformat() for day, clock in moments if day is not None and clock is None]
+    else:
+        return None
+    values = list(dict.fromkeys(fits))
+    if not values:
+        return None
+    return {**{k: v for k, v in schema.items() if k not in ("pattern", "format")}, "type": "string", "enum": values}
+
+
+def _in_layouts(moments: list[_Moment]) -> Iterator[str]:
+    """Each moment in every layout that takes exactly the parts it has."""
+    for day, clock in moments:
+        for layout in _LAYOUTS:
+            if ("%Y" in layout) == (day is not None) and ("%H" in layout) == (clock is not None):
+                yield datetime.datetime.combine(day or datetime.date.min, clock or datetime.time()).strftime(layout)
+
+
+def _full(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches a JSON schema ``pattern`` as a whole (anchors or none)."""
+    try:
+        return re.fullmatch(pattern.removeprefix("^").removesuffix("$"), text) is not None
+    except re.error:
+        return False

@@ -70,6 +70,8 @@ class LlamaCppBrain(BaseBrain):
             (fast path only). By default, the floor calibrated for a catalogue model, else none:
             the scale is each model's own, so an uncalibrated model is not judged. ``float("-inf")``
             turns the judgement off.
+        restate_task: the task's words again after each tool result
+            (:attr:`~shapeloop.Capabilities.restate_task`). By default, a catalogue model's setting.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -92,6 +94,7 @@ class LlamaCppBrain(BaseBrain):
         llama: LlamaModel | None = None,
         answer_bias: float | None = None,
         fit_floor: float | None = None,
+        restate_task: bool | None = None,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -107,6 +110,9 @@ class LlamaCppBrain(BaseBrain):
         self.answer_bias = _default_bias(model) if answer_bias is None else answer_bias
         entry = models.CATALOGUE.get(os.fspath(model))
         self.fit_floor = fit_floor if fit_floor is not None else entry.fit_floor if entry is not None else None
+        if restate_task is None:
+            restate_task = entry is not None and entry.restate_task
+        self.capabilities = Capabilities(exclusive=True, restate_task=restate_task)
         self._fits: dict[tuple[str, tuple[tuple[str, str], ...]], float | None] = {}
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
