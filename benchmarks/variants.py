@@ -180,6 +180,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),
     "no-restate-task": lambda: _patched(prompts, RESTATE_TASK=False),
     "no-written-choices": lambda: _patched(offer, WRITTEN_CHOICES=False),
+    "no-id-patterns": lambda: _patched(offer, ID_PATTERNS=False),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

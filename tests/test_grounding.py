@@ -407,3 +407,38 @@ def test_layout_patterns_take_the_whole_layout_and_leave_choices_alone() -> None
         assert pattern(free) is None, free
     nullable = {"properties": {"x": {"type": ["string", "null"], "description": "YYYY-MM-DD"}}}
     assert layout_patterns(nullable)["properties"]["x"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
+
+
+def test_an_id_argument_is_held_to_one_word_for_the_constrained_step() -> None:
+    import jsonschema
+
+    from shapeloop.grounding import id_patterns
+
+    parameters = {
+        "type": "object",
+        "properties": {
+            "hotel_id": {"type": "string"},
+            "trackId": {"type": "string"},
+            "order_ids": {"type": "array", "items": {"type": "string"}},
+            "stay": {"type": "object", "properties": {"room_id": {"type": "string"}}},
+            "user_id": {"type": "integer"},  # a number has no spaces to hold back
+            "uuid": {"type": "string", "format": "uuid"},  # its own format stays
+            "kind_id": {"type": "string", "enum": ["a b", "c"]},  # the schema's own values stay
+            "name": {"type": "string"},
+        },
+        "required": ["hotel_id"],
+    }
+    held = id_patterns(parameters)
+    assert "pattern" not in parameters["properties"]["hotel_id"]  # the tool's schema is not changed
+    good = {"hotel_id": "H-8812", "trackId": "6rqhFgbbKwnb9MLmUQDhG6", "order_ids": ["A-1", "B-2"],
+            "stay": {"room_id": "R#12"}, "user_id": 7, "kind_id": "a b", "name": "Gion Garden Inn"}  # fmt: skip
+    jsonschema.validate(good, held)
+    # a whole line of a result, an id with a quote in it, a list item with a space: refused
+    for field, bad in (("hotel_id", "H-8812 Gion Garden Inn 41,200 JPY"), ("trackId", 'a"b'),
+                       ("order_ids", ["A-1", "B 2"]), ("stay", {"room_id": "R 12"})):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**good, field: bad}, held)
+    patterned = [name for name, schema in held["properties"].items() if "pattern" in schema]
+    assert patterned == ["hotel_id", "trackId"]
+    plain = {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert id_patterns(plain) is plain

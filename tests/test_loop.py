@@ -903,6 +903,27 @@ def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_
         offer_module.WRITTEN_CHOICES = saved
 
 
+def test_the_constrained_step_holds_an_id_to_one_word_and_the_tool_keeps_its_own_schema() -> None:
+    @tool
+    def get_hotel(hotel_id: str) -> str:
+        """A hotel's details."""
+        return f"{hotel_id}: free cancellation"
+
+    brain = ScriptedBrain([tool_step("get_hotel", hotel_id="H-8812"), answer_step("Free cancellation.")])
+    assert run_agent(brain, [get_hotel], "Can I cancel at hotel H-8812?").ok
+    offered = json.dumps(brain.asked[0].schema)
+    assert '"hotel_id": {"type": "string", "pattern": ' in offered and "pattern" not in json.dumps(get_hotel.parameters)
+    import shapeloop.offer as offer_module
+
+    saved, offer_module.ID_PATTERNS = offer_module.ID_PATTERNS, False
+    try:
+        brain = ScriptedBrain([answer_step("Free cancellation.")])
+        run_agent(brain, [get_hotel], "Can I cancel at hotel H-8812?")
+        assert "pattern" not in json.dumps(brain.asked[0].schema)
+    finally:
+        offer_module.ID_PATTERNS = saved
+
+
 def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:
     @tool
     def delete_file(path: str) -> str:

@@ -306,6 +306,41 @@ def _with_layout(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**schema, **out} if out else None
 
 
+# An id written alone: no space (and no quote or backslash, which llama.cpp's grammar would take raw).
+ID_PATTERN = '^[^ "\\\\]+$'
+
+
+def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``parameters`` with :data:`ID_PATTERN` on every text id property (:func:`is_id_name`), at
+    any depth, that has no pattern, enum, const or format of its own; the same object when none does.
+
+    qwen2.5-coder-0.5b called ``getHotelDetails(hotel_id="H-8812 Gion Garden Inn 41,200 JPY")`` with
+    a whole line of the search's result: it passes the id check, since the result writes it, and the
+    tool finds no such hotel. Held to one word, the id is ``H-8812``.
+    """
+    changed = _with_id_pattern(parameters, None)
+    return parameters if changed is None else changed
+
+
+def _with_id_pattern(schema: Mapping[str, Any], name: str | None) -> dict[str, Any] | None:
+    """The schema with id patterns added, or None where nothing changes; ``name`` is the property's."""
+    out: dict[str, Any] = {}
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        changed = {key: _with_id_pattern(sub, str(key)) for key, sub in properties.items() if isinstance(sub, Mapping)}
+        if any(sub is not None for sub in changed.values()):
+            out["properties"] = {key: changed.get(key) or sub for key, sub in properties.items()}
+    items = schema.get("items")
+    if isinstance(items, Mapping) and (sub := _with_id_pattern(items, name)) is not None:
+        out["items"] = sub
+    kind = schema.get("type")
+    text = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    own = any(key in schema for key in ("pattern", "enum", "const", "format"))
+    if name is not None and text and is_id_name(name) and not own:
+        out["pattern"] = ID_PATTERN
+    return {**schema, **out} if out else None
+
+
 def _layout_regex(layout: str) -> str:
     """``YYYY-MM-DD`` -> ``\\d{4}-\\d{2}-\\d{2}``; ``T`` and the separators stand for themselves."""
     return "".join(

@@ -6,6 +6,7 @@ step is held to changes, in three ways (each can be switched off, for the benchm
 
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
+- an id argument is held to one word: :func:`~shapeloop.grounding.id_patterns`;
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shapeloop.grounding import asked_only, layout_patterns, named_required, result_words
+from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, result_words
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 from shapeloop.values import held_to_written
@@ -35,6 +36,8 @@ ASKED_ONLY = True
 NAMED_REQUIRED = True
 # Whether a text argument is held to the date or time layout its documentation writes.
 LAYOUT_PATTERNS = True
+# Whether an id argument is held to one word (no space).
+ID_PATTERNS = True
 # Whether a date or time argument is held to the dates or times the conversation writes.
 WRITTEN_CHOICES = True
 
@@ -66,7 +69,7 @@ class Offer:
     ) -> Offer:
         """The offer of these tools; their date and time layouts are read once, here."""
         return cls(
-            tools=[_held_to_layouts(t) for t in tools] if LAYOUT_PATTERNS else list(tools),
+            tools=[_held_to_layouts(t) for t in tools],
             flat=flat,
             answer_schema=answer_schema,
             batch=batch,
@@ -105,9 +108,14 @@ class Offer:
 
 
 def _held_to_layouts(tool: Tool) -> Tool:
-    """The tool with a pattern for every date or time layout its documentation writes, for the
-    constrained step only: the toolbox checks the arguments against the tool's own schema."""
-    parameters = layout_patterns(tool.parameters)
+    """The tool with a pattern for every date or time layout its documentation writes, and every id
+    held to one word, for the constrained step only: the toolbox checks the arguments against the
+    tool's own schema."""
+    parameters = tool.parameters
+    if LAYOUT_PATTERNS:
+        parameters = layout_patterns(parameters)
+    if ID_PATTERNS:
+        parameters = id_patterns(parameters)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
