@@ -196,3 +196,42 @@ def test_a_date_layout_in_a_tools_documentation_holds_the_constrained_argument_t
     reply = brain.ask(Request(messages=_messages("On which day of the week did 14 July 1789 fall?"), schema=schema))
     # qwen2.5-coder-0.5b wrote the task's "14 July 1789" without the pattern; the grammar allows digits only
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", json.loads(reply.text)["args"]["date"]), reply.text
+    # held to the dates the task writes, the date is the task's (it wrote 1478-07-14 with the layout alone)
+    from shapeloop.values import held_to_written
+
+    task = "On which day of the week did 14 July 1789 fall?"
+    written = dataclasses.replace(day_of_week, parameters=held_to_written(held.parameters, task))
+    reply = brain.ask(Request(messages=_messages(task), schema=without_answer(step_schema([written]))))
+    assert json.loads(reply.text)["args"] == {"date": "1789-07-14"}, reply.text
+    brain.close()
+
+
+def test_an_id_held_to_one_word_is_the_id_not_the_results_line() -> None:
+    import dataclasses
+
+    from shapeloop.grounding import id_patterns
+    from shapeloop.step import without_answer
+
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    @tool
+    def get_hotel_details(hotel_id: str) -> str:
+        """A hotel's details and cancellation policy.
+
+        Args:
+            hotel_id: the hotel's id.
+        """
+        return ""
+
+    held = dataclasses.replace(get_hotel_details, parameters=id_patterns(get_hotel_details.parameters))
+    messages = _messages("What is the cancellation policy of the cheapest hotel in Kyoto?")
+    messages += [
+        {"role": "assistant", "content": '{"reason": "find hotels", "action": "tool", "tool": "search_hotels"}'},
+        {"role": "user", "content": "Result:\nH-8812 Gion Garden Inn 41,200 JPY\nH-1044 Kamo River Hotel 55,900 JPY"},
+    ]
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096)
+    reply = brain.ask(Request(messages=messages, schema=without_answer(step_schema([held]))))
+    brain.close()
+    hotel_id = json.loads(reply.text)["args"]["hotel_id"]
+    assert " " not in hotel_id and hotel_id in ("H-8812", "H-1044"), reply.text

@@ -403,3 +403,15 @@ def test_a_time_is_held_though_the_dates_are_open() -> None:
     held = held_to_written(HELD, "tomorrow at 7.30pm")
     assert _enums(held) == {"date": None, "start_time": ["19:30"], "when": None, "until": None}
     assert held_to_written(HELD, "No time written.") is HELD
+
+
+def test_a_conversation_that_writes_many_dates_leaves_the_argument_open() -> None:
+    log = "\n".join(f"2026-11-{day:02d} 10:{minute:02d} INFO tick" for day in range(1, 29) for minute in (0, 30))
+    held = held_to_written(HELD, log)
+    assert _enums(held)["date"] is not None and len(_enums(held)["date"]) == 28  # 28 days: listed
+    assert _enums(held)["start_time"] == ["10:00", "10:30"]
+    moment = {"properties": {"at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}$"}},
+              "required": ["at"]}  # fmt: skip
+    assert "enum" not in held_to_written(moment, log)["properties"]["at"]  # 56 pairs: too many to list
+    longer = log + "\n" + "\n".join(f"2025-01-{day:02d} INFO tock" for day in range(1, 10))
+    assert _enums(held_to_written(HELD, longer))["date"] is None  # 37 days: left open

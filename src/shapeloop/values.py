@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -259,6 +260,7 @@ _LAYOUTS = ("%Y-%m-%d", "%H:%M", "%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%
 
 
 _Moment = tuple[datetime.date | None, datetime.time | None]  # a written date, time, or both
+_MAX_CHOICES = 32  # more written values than this, and the argument is left open (the check still reads it)
 
 
 def held_to_written(parameters: Mapping[str, Any], seen: str) -> Mapping[str, Any]:
@@ -277,11 +279,9 @@ def held_to_written(parameters: Mapping[str, Any], seen: str) -> Mapping[str, An
     properties = parameters.get("properties") or {}
     if not isinstance(required, list) or not isinstance(properties, Mapping):
         return parameters
-    written = _Written(seen)
-    if not written.dates and not written.times:
+    choices = _written_values(seen)
+    if not choices:
         return parameters
-    dated = not written.relative and all(year is not None for year, _, _ in written.dates)
-    choices = _written_values(written, dated)
     held = {
         name: new
         for name in required
@@ -293,16 +293,16 @@ def held_to_written(parameters: Mapping[str, Any], seen: str) -> Mapping[str, An
     return {**parameters, "properties": {**properties, **held}}
 
 
-def _written_values(written: _Written, dated: bool) -> list[_Moment]:
-    """Every date and time ``written`` holds, alone and (a date with a time) together; dates only
-    where ``dated``."""
+@functools.lru_cache(maxsize=8)  # asked once for each offered tool of a step
+def _written_values(seen: str) -> tuple[_Moment, ...]:
+    """Every date and time ``seen`` writes, alone and (a date with a time) together: the dates only
+    where none is without a year or relative, the pairs only where there are few."""
+    written = _Written(seen)
+    dated = not written.relative and all(year is not None for year, _, _ in written.dates)
     days = sorted({datetime.date(y, m, d) for y, m, d in written.dates if y and _valid(y, m, d)}) if dated else []
     clocks = sorted({datetime.time(h, m) for h, m in written.times if 0 <= h < 24 and 0 <= m < 60})
-    return [
-        *((day, None) for day in days),
-        *((None, clock) for clock in clocks),
-        *((day, clock) for day in days for clock in clocks),
-    ]
+    pairs = [(day, clock) for day in days for clock in clocks] if len(days) * len(clocks) <= _MAX_CHOICES else []
+    return (*((day, None) for day in days), *((None, clock) for clock in clocks), *pairs)
 
 
 def _valid(year: int, month: int, day: int) -> bool:
@@ -313,7 +313,7 @@ def _valid(year: int, month: int, day: int) -> bool:
     return True
 
 
-def _held(path: str, schema: Any, moments: list[_Moment]) -> dict[str, Any] | None:
+def _held(path: str, schema: Any, moments: tuple[_Moment, ...]) -> dict[str, Any] | None:
     """The schema of one argument held to the written values its layout takes (at any depth), or
     None where nothing changes."""
     if not isinstance(schema, Mapping) or is_id_name(path) or "enum" in schema or "const" in schema:
@@ -337,12 +337,12 @@ def _held(path: str, schema: Any, moments: list[_Moment]) -> dict[str, Any] | No
     else:
         return None
     values = list(dict.fromkeys(fits))
-    if not values:
+    if not values or len(values) > _MAX_CHOICES:  # a log's timestamps: left open, and checked
         return None
     return {**{k: v for k, v in schema.items() if k not in ("pattern", "format")}, "type": "string", "enum": values}
 
 
-def _in_layouts(moments: list[_Moment]) -> Iterator[str]:
+def _in_layouts(moments: tuple[_Moment, ...]) -> Iterator[str]:
     """Each moment in every layout that takes exactly the parts it has."""
     for day, clock in moments:
         for layout in _LAYOUTS:
