@@ -442,3 +442,14 @@ def test_an_id_argument_is_held_to_one_word_for_the_constrained_step() -> None:
     assert patterned == ["hotel_id", "trackId"]
     plain = {"type": "object", "properties": {"city": {"type": "string"}}}
     assert id_patterns(plain) is plain
+
+
+def test_an_id_held_to_one_word_has_no_space_of_any_kind() -> None:
+    import re
+
+    from shapeloop.grounding import ID_PATTERN
+
+    for spaced in ("H-8812\u00a0Gion", "H-8812\tGion", "H-8812\nGion", "H 8812"):
+        assert re.fullmatch(ID_PATTERN, spaced) is None, repr(spaced)
+    for plain in ("H-8812", "E-30418", "6rqhFgbbKwnb9MLmUQDhG6", "æøå-12", "a/b:c#d"):
+        assert re.fullmatch(ID_PATTERN, plain), plain

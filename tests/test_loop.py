@@ -81,6 +81,12 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     brain.capabilities = Capabilities(restate_task=True)
     run_agent(brain, [lookup], "What colour?")
     assert restated in brain.asked[1].messages[-1]["content"]
+    # a long task keeps its end, where the question is
+    steps = [tool_step("lookup", key="colour"), answer_step("red")]
+    brain = ScriptedBrain(steps, capabilities=Capabilities(restate_task=True))
+    run_agent(brain, [lookup], "x" * 9000 + " What colour is the apple?")
+    assert "x … x" in brain.asked[1].messages[-1]["content"]
+    assert "What colour is the apple?\nIf this result holds" in brain.asked[1].messages[-1]["content"]
     # the benchmark's variants set it for every model, or for none
     import shapeloop.prompts as prompts_module
 

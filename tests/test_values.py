@@ -415,3 +415,34 @@ def test_a_conversation_that_writes_many_dates_leaves_the_argument_open() -> Non
     assert "enum" not in held_to_written(moment, log)["properties"]["at"]  # 56 pairs: too many to list
     longer = log + "\n" + "\n".join(f"2025-01-{day:02d} INFO tock" for day in range(1, 10))
     assert _enums(held_to_written(HELD, longer))["date"] is None  # 37 days: left open
+
+
+def test_only_an_argument_held_to_a_date_or_time_layout_is_held_to_written_values() -> None:
+    loose = {
+        "properties": {
+            "filename": {"type": "string", "pattern": "^[^/\\\\]+$"},  # a date matches it too
+            "phone": {"type": "string", "pattern": "^[0-9+ -]+$"},
+            "when": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$|^now$"},  # a choice beside the layout
+            "loose": {"type": "string", "pattern": "\\d{4}-\\d{2}-\\d{2}"},  # unanchored: more than a date
+            "stamp": {"type": "string", "pattern": "^\\d{2}:\\d{2}:\\d{2}$"},  # seconds: any pass the check
+        },
+        "required": ["filename", "phone", "when", "loose", "stamp"],
+    }
+    seen = "Save the report for 2024-05-02 at 14:30:45 as report.txt and text it to 555-0100."
+    assert held_to_written(loose, seen) is loose
+
+
+def test_written_values_keep_a_null_and_a_default_the_check_passes_and_no_two_digit_year_is_forced() -> None:
+    nullable = {
+        "properties": {
+            "day": {"type": ["string", "null"], "format": "date"},
+            "start": {"type": "string", "pattern": "^\\d{2}:\\d{2}$", "default": "09:00"},
+        },
+        "required": ["day", "start"],
+    }
+    held = held_to_written(nullable, "on 2024-05-02 at 2:30 pm")["properties"]
+    assert held["day"]["enum"] == ["2024-05-02", None] and held["day"]["type"] == ["string", "null"]
+    assert held["start"]["enum"] == ["14:30", "09:00"]
+    # "4/7/85" reads as 2085 to the check: no date is listed, so 1985 can still be written
+    born = held_to_written(nullable, "Patient born 4/7/85, seen at 2:30 pm")["properties"]
+    assert "enum" not in born["day"] and born["start"]["enum"] == ["14:30", "09:00"]

@@ -306,8 +306,9 @@ def _with_layout(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**schema, **out} if out else None
 
 
-# An id written alone: no space (and no quote or backslash, which llama.cpp's grammar would take raw).
-ID_PATTERN = '^[^ "\\\\]+$'
+# An id written alone: no space, control character or no-break space (and no quote or backslash,
+# which llama.cpp's grammar would take raw).
+ID_PATTERN = '^[^\\x00-\\x20\\x7f\\u00a0"\\\\]+$'
 
 
 def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -316,7 +317,8 @@ def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
 
     qwen2.5-coder-0.5b called ``getHotelDetails(hotel_id="H-8812 Gion Garden Inn 41,200 JPY")`` with
     a whole line of the search's result: it passes the id check, since the result writes it, and the
-    tool finds no such hotel. Held to one word, the id is ``H-8812``.
+    tool finds no such hotel. Held to one word, the id is ``H-8812``. An id with a space in it
+    ("Q3 Budget") cannot be written then: give such a parameter a pattern of its own.
     """
     changed = _with_id_pattern(parameters, None)
     return parameters if changed is None else changed

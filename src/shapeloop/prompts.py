@@ -222,8 +222,8 @@ def tool_feedback(
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
     restated = bool(task) and (restate if RESTATE_TASK is None else RESTATE_TASK)
-    if restated:
-        text += f"The task: {_clip(task, 600)}\n"
+    if restated:  # a long task keeps its end, where the question usually is
+        text += f"The task: {_clip_middle(task, 600)}\n"
     if status == "ok" and failed_before:
         text += (
             f"Earlier, your call to {failed_before} failed. If this result gives what {failed_before} "
@@ -428,3 +428,11 @@ def _schema_text(schema: Mapping[str, Any]) -> str:
 
 def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters in its middle: its start and its end are kept."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]} … {text[len(text) - half :]}"

@@ -255,8 +255,15 @@ def _times(text: str) -> Iterator[tuple[int, int]]:
 
 
 # The layouts a date or time argument held to written values is given in: each is used where the
-# argument's pattern (or its format, "date") takes it.
-_LAYOUTS = ("%Y-%m-%d", "%H:%M", "%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
+# argument's pattern (or its format, "date") takes it. None with seconds: the check reads hours and
+# minutes, and any seconds pass, so those values cannot be listed.
+_LAYOUTS = ("%Y-%m-%d", "%H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M")
+# A pattern that is a date or time layout and nothing else, anchored: digits in runs of a fixed
+# length, and separators ("^\d{4}-\d{2}-\d{2}$"); not "^[^/]+$", which a date also matches.
+_LAYOUT_ONLY = re.compile(r"\^(?:\\d\{\d\}|\\d|[-/:. T]|\\[-/:. T])+\$")
+# A numeric date with a two-digit year ("4/7/85"): the check reads it as 20xx, which is no reason to
+# make that the only year a call may give.
+_SHORT_YEAR = re.compile(r"(?<![\d/.])\d{1,2}[/.]\d{1,2}[/.]\d{2}(?![\d/.])")
 
 
 _Moment = tuple[datetime.date | None, datetime.time | None]  # a written date, time, or both
@@ -299,6 +306,7 @@ def _written_values(seen: str) -> tuple[_Moment, ...]:
     where none is without a year or relative, the pairs only where there are few."""
     written = _Written(seen)
     dated = not written.relative and all(year is not None for year, _, _ in written.dates)
+    dated = dated and _SHORT_YEAR.search(seen) is None
     days = sorted({datetime.date(y, m, d) for y, m, d in written.dates if y and _valid(y, m, d)}) if dated else []
     clocks = sorted({datetime.time(h, m) for h, m in written.times if 0 <= h < 24 and 0 <= m < 60})
     pairs = [(day, clock) for day in days for clock in clocks] if len(days) * len(clocks) <= _MAX_CHOICES else []
@@ -330,16 +338,20 @@ def _held(path: str, schema: Any, moments: tuple[_Moment, ...]) -> dict[str, Any
     if not (kind == "string" or (isinstance(kind, list) and "string" in kind)):
         return None
     pattern, layout = schema.get("pattern"), schema.get("format")
-    if isinstance(pattern, str):
+    if isinstance(pattern, str) and _LAYOUT_ONLY.fullmatch(pattern):
         fits = [text for text in _in_layouts(moments) if _full(pattern, text)]
-    elif layout == "date":
+    elif pattern is None and layout == "date":
         fits = [day.isoformat() for day, clock in moments if day is not None and clock is None]
     else:
         return None
-    values = list(dict.fromkeys(fits))
+    values: list[Any] = list(dict.fromkeys(fits))
     if not values or len(values) > _MAX_CHOICES:  # a log's timestamps: left open, and checked
         return None
-    return {**{k: v for k, v in schema.items() if k not in ("pattern", "format")}, "type": "string", "enum": values}
+    if isinstance(schema.get("default"), str) and schema["default"] not in values:
+        values.append(schema["default"])  # the check passes a parameter's default
+    if isinstance(kind, list) and "null" in kind:
+        values.append(None)
+    return {**{k: v for k, v in schema.items() if k not in ("pattern", "format")}, "enum": values}
 
 
 def _in_layouts(moments: tuple[_Moment, ...]) -> Iterator[str]:
