@@ -2,7 +2,7 @@
 by what the conversation so far asks for, and whether it may answer.
 
 The tools keep their own schemas: the toolbox checks arguments against those. Only the schema the
-step is held to changes, in three ways (each can be switched off, for the benchmark's variants):
+step is held to changes, in five ways (each can be switched off, for the benchmark's variants):
 
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
@@ -67,7 +67,7 @@ class Offer:
         batch: bool,
         max_reason_chars: int | None,
     ) -> Offer:
-        """The offer of these tools; their date and time layouts are read once, here."""
+        """The offer of these tools; their date and time layouts and their ids are read once, here."""
         return cls(
             tools=[_held_to_layouts(t) for t in tools],
             flat=flat,
