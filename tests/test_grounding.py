@@ -449,7 +449,7 @@ def test_an_id_held_to_one_word_has_no_space_of_any_kind() -> None:
 
     from shapeloop.grounding import ID_PATTERN
 
-    for spaced in ("H-8812\u00a0Gion", "H-8812\tGion", "H-8812\nGion", "H 8812"):
+    for spaced in ("H-8812\u00a0Gion", "H-8812\tGion", "H-8812\nGion", "H 8812", "H\u20098812", "H\u30008812"):
         assert re.fullmatch(ID_PATTERN, spaced) is None, repr(spaced)
     for plain in ("H-8812", "E-30418", "6rqhFgbbKwnb9MLmUQDhG6", "æøå-12", "a/b:c#d"):
         assert re.fullmatch(ID_PATTERN, plain), plain

@@ -909,6 +909,32 @@ def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_
         offer_module.WRITTEN_CHOICES = saved
 
 
+def test_the_written_dates_offered_follow_the_conversation_step_by_step() -> None:
+    @tool
+    def find_event(name: str) -> str:
+        """Find an event by name."""
+        return "event_id EV-7, the launch, on 2025-12-25"
+
+    @tool
+    def weekday(event_id: str, date: str) -> str:
+        """The weekday of an event.
+
+        Args:
+            event_id: the event.
+            date: its date, YYYY-MM-DD.
+        """
+        return "a Thursday"
+
+    steps = [tool_step("find_event", name="launch"), answer_step("EV-7"), answer_step("A Thursday.")]
+    brain = ScriptedBrain(steps)
+    run_agent(brain, [find_event, weekday], "Which weekday is the launch? It was moved from 2025-04-08.")
+    assert '"enum": ["2025-04-08"]' in json.dumps(brain.asked[0].schema)
+    # the result writes another date: the next steps offer both (the chain question's step too)
+    for asked in brain.asked[1:]:
+        assert '"enum": ["2025-04-08", "2025-12-25"]' in json.dumps(asked.schema)
+    assert _variant_tools(brain.asked[2].schema) == {"weekday"}  # the chain question: call it
+
+
 def test_the_constrained_step_holds_an_id_to_one_word_and_the_tool_keeps_its_own_schema() -> None:
     @tool
     def get_hotel(hotel_id: str) -> str:

@@ -441,8 +441,20 @@ def test_written_values_keep_a_null_and_a_default_the_check_passes_and_no_two_di
         "required": ["day", "start"],
     }
     held = held_to_written(nullable, "on 2024-05-02 at 2:30 pm")["properties"]
-    assert held["day"]["enum"] == ["2024-05-02", None] and held["day"]["type"] == ["string", "null"]
+    assert held["day"]["enum"] == ["2024-05-02", None] and "type" not in held["day"]  # the enum says it
     assert held["start"]["enum"] == ["14:30", "09:00"]
     # "4/7/85" reads as 2085 to the check: no date is listed, so 1985 can still be written
     born = held_to_written(nullable, "Patient born 4/7/85, seen at 2:30 pm")["properties"]
     assert "enum" not in born["day"] and born["start"]["enum"] == ["14:30", "09:00"]
+
+
+def test_an_argument_with_values_of_its_own_keeps_them() -> None:
+    own = {
+        "properties": {
+            "day": {"type": "string", "format": "date", "enum": ["2024-01-01", "2024-12-31"]},
+            "at": {"type": "string", "pattern": "^\\d{2}:\\d{2}$", "const": "12:00"},
+            "dotted": {"type": "string", "pattern": "^\\d{4}.\\d{2}.\\d{2}$"},  # "." is any character
+        },
+        "required": ["day", "at", "dotted"],
+    }
+    assert held_to_written(own, "on 2024-05-02 at 2:30 pm") is own

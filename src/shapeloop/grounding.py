@@ -14,7 +14,7 @@ Which arguments are ids is read off their names (``id``, ``user_id``, ``trackId`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 _SNAKE_ID = re.compile(r"(?:^|[_-])(?:ids?|uuids?)$")
@@ -280,35 +280,53 @@ def layout_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     qwen2.5-coder-0.5b called ``day_of_week(date="14 July 1789")`` against "the date, YYYY-MM-DD", as
     the task wrote it; held to the layout, the digits are the date's.
     """
-    changed = _with_layout(parameters)
+    changed = _with_pattern(parameters, None, _layout_pattern)
     return parameters if changed is None else changed
 
 
-def _with_layout(schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The schema with layout patterns added, or None where nothing changes."""
+def _layout_pattern(schema: Mapping[str, Any], name: str | None) -> str | None:
+    """The pattern of the one date or time layout a text property's description writes, if any."""
+    described = str(schema.get("description", ""))
+    layouts = set(_LAYOUT.findall(described))
+    # one layout, and no other choice beside it ("YYYY-MM-DD or 'today'", "hh:mm am/pm")
+    if len(layouts) == 1 and not _CHOICE.search(described):
+        return "^" + _layout_regex(layouts.pop()) + "$"
+    return None
+
+
+def is_text(schema: Mapping[str, Any]) -> bool:
+    """Whether a property's schema takes text (``"string"``, or a list of types holding it)."""
+    kind = schema.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def _with_pattern(
+    schema: Mapping[str, Any], name: str | None, pattern: Callable[[Mapping[str, Any], str | None], str | None]
+) -> dict[str, Any] | None:
+    """The schema with ``pattern(property, its name)`` on every text property, at any depth, that has
+    no pattern, enum, const or format of its own and for which it gives one; None where nothing
+    changes. An array's items go by the array's name."""
     out: dict[str, Any] = {}
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
-        changed = {name: _with_layout(sub) for name, sub in properties.items() if isinstance(sub, Mapping)}
+        changed = {
+            key: _with_pattern(sub, str(key), pattern) for key, sub in properties.items() if isinstance(sub, Mapping)
+        }
         if any(sub is not None for sub in changed.values()):
-            out["properties"] = {name: changed.get(name) or sub for name, sub in properties.items()}
+            out["properties"] = {key: changed.get(key) or sub for key, sub in properties.items()}
     items = schema.get("items")
-    if isinstance(items, Mapping) and (sub := _with_layout(items)) is not None:
+    if isinstance(items, Mapping) and (sub := _with_pattern(items, name, pattern)) is not None:
         out["items"] = sub
-    kind = schema.get("type")
-    text = kind == "string" or (isinstance(kind, list) and "string" in kind)
-    if text and not any(key in schema for key in ("pattern", "enum", "const", "format")):
-        described = str(schema.get("description", ""))
-        layouts = set(_LAYOUT.findall(described))
-        # one layout, and no other choice beside it ("YYYY-MM-DD or 'today'", "hh:mm am/pm")
-        if len(layouts) == 1 and not _CHOICE.search(described):
-            out["pattern"] = "^" + _layout_regex(layouts.pop()) + "$"
+    if is_text(schema) and not any(key in schema for key in ("pattern", "enum", "const", "format")):
+        found = pattern(schema, name)
+        if found is not None:
+            out["pattern"] = found
     return {**schema, **out} if out else None
 
 
-# An id written alone: no space, control character or no-break space (and no quote or backslash,
-# which llama.cpp's grammar would take raw).
-ID_PATTERN = '^[^\\x00-\\x20\\x7f\\u00a0"\\\\]+$'
+# An id written alone: no space of any kind, no control character (and no quote or backslash, which
+# llama.cpp's grammar would take raw).
+ID_PATTERN = '^[^\\x00-\\x20\\x7f\\u00a0\\u2000-\\u200a\\u2028\\u2029\\u3000"\\\\]+$'
 
 
 def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -320,27 +338,8 @@ def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     tool finds no such hotel. Held to one word, the id is ``H-8812``. An id with a space in it
     ("Q3 Budget") cannot be written then: give such a parameter a pattern of its own.
     """
-    changed = _with_id_pattern(parameters, None)
+    changed = _with_pattern(parameters, None, lambda schema, name: ID_PATTERN if name and is_id_name(name) else None)
     return parameters if changed is None else changed
-
-
-def _with_id_pattern(schema: Mapping[str, Any], name: str | None) -> dict[str, Any] | None:
-    """The schema with id patterns added, or None where nothing changes; ``name`` is the property's."""
-    out: dict[str, Any] = {}
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        changed = {key: _with_id_pattern(sub, str(key)) for key, sub in properties.items() if isinstance(sub, Mapping)}
-        if any(sub is not None for sub in changed.values()):
-            out["properties"] = {key: changed.get(key) or sub for key, sub in properties.items()}
-    items = schema.get("items")
-    if isinstance(items, Mapping) and (sub := _with_id_pattern(items, name)) is not None:
-        out["items"] = sub
-    kind = schema.get("type")
-    text = kind == "string" or (isinstance(kind, list) and "string" in kind)
-    own = any(key in schema for key in ("pattern", "enum", "const", "format"))
-    if name is not None and text and is_id_name(name) and not own:
-        out["pattern"] = ID_PATTERN
-    return {**schema, **out} if out else None
 
 
 def _layout_regex(layout: str) -> str:

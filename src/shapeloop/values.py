@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from shapeloop.grounding import is_id_name
+from shapeloop.grounding import is_id_name, is_text
 
 _NUMBER = re.compile(
     r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(k|m|bn|thousand|million|billion)\b)?"
@@ -259,8 +259,9 @@ def _times(text: str) -> Iterator[tuple[int, int]]:
 # minutes, and any seconds pass, so those values cannot be listed.
 _LAYOUTS = ("%Y-%m-%d", "%H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M")
 # A pattern that is a date or time layout and nothing else, anchored: digits in runs of a fixed
-# length, and separators ("^\d{4}-\d{2}-\d{2}$"); not "^[^/]+$", which a date also matches.
-_LAYOUT_ONLY = re.compile(r"\^(?:\\d\{\d\}|\\d|[-/:. T]|\\[-/:. T])+\$")
+# length, and separators ("^\d{4}-\d{2}-\d{2}$"; a dot escaped); not "^[^/]+$", which a date
+# also matches.
+_LAYOUT_ONLY = re.compile(r"\^(?:\\d\{\d\}|\\d|[-/: T]|\\[-/:. T])+\$")
 # A numeric date with a two-digit year ("4/7/85"): the check reads it as 20xx, which is no reason to
 # make that the only year a call may give.
 _SHORT_YEAR = re.compile(r"(?<![\d/.])\d{1,2}[/.]\d{1,2}[/.]\d{2}(?![\d/.])")
@@ -278,37 +279,35 @@ def held_to_written(parameters: Mapping[str, Any], seen: str) -> Mapping[str, An
     The check refuses any other value, so the constrained step may as well not offer one:
     qwen2.5-coder-0.5b wrote ``1478-07-14`` for "14 July 1789" and ``23:30`` for "2:30 pm", in the
     right layout, and the refusal left it nothing to do but answer "Not run.". Only where what the
-    check accepts can be listed: a text argument (required, or inside one) held to a date or time
-    layout by its ``pattern`` or ``format: date``, and ``seen`` writing such values, none of them a
-    date without a year or relative to another ("tomorrow", "next Friday").
+    check accepts can be listed: a text argument (required, or inside one) held to an anchored date
+    or time layout by its ``pattern`` (``^\\d{4}-\\d{2}-\\d{2}$``; not one with seconds) or by
+    ``format: date``, and ``seen`` writing such values. Dates stay open where ``seen`` writes one
+    without a year or with two digits of one, or any word that can make a date relative ("today",
+    "next", "this", "week", a weekday: the check then takes any date near a written one).
     """
     required = parameters.get("required") or []
     properties = parameters.get("properties") or {}
     if not isinstance(required, list) or not isinstance(properties, Mapping):
         return parameters
-    choices = _written_values(seen)
-    if not choices:
-        return parameters
     held = {
         name: new
         for name in required
-        if isinstance(name, str) and isinstance(sub := properties.get(name), Mapping)
-        if (new := _held(name, sub, choices)) is not None
+        if isinstance(name, str) and (new := _held(name, properties.get(name), seen)) is not None
     }
     if not held:
         return parameters
     return {**parameters, "properties": {**properties, **held}}
 
 
-@functools.lru_cache(maxsize=8)  # asked once for each offered tool of a step
+@functools.lru_cache(maxsize=2)  # asked for each offered tool with a date or time, in one step
 def _written_values(seen: str) -> tuple[_Moment, ...]:
     """Every date and time ``seen`` writes, alone and (a date with a time) together: the dates only
-    where none is without a year or relative, the pairs only where there are few."""
-    written = _Written(seen)
-    dated = not written.relative and all(year is not None for year, _, _ in written.dates)
-    dated = dated and _SHORT_YEAR.search(seen) is None
-    days = sorted({datetime.date(y, m, d) for y, m, d in written.dates if y and _valid(y, m, d)}) if dated else []
-    clocks = sorted({datetime.time(h, m) for h, m in written.times if 0 <= h < 24 and 0 <= m < 60})
+    where the check takes no others (see :func:`held_to_written`), the pairs only where there are few."""
+    dates = set(_dates(seen))
+    dated = not _RELATIVE.search(seen) and _SHORT_YEAR.search(seen) is None
+    dated = dated and all(year is not None for year, _, _ in dates)
+    days = sorted({datetime.date(y, m, d) for y, m, d in dates if y and _valid(y, m, d)}) if dated else []
+    clocks = sorted({datetime.time(h, m) for h, m in _times(seen) if 0 <= h < 24 and 0 <= m < 60})
     pairs = [(day, clock) for day in days for clock in clocks] if len(days) * len(clocks) <= _MAX_CHOICES else []
     return (*((day, None) for day in days), *((None, clock) for clock in clocks), *pairs)
 
@@ -321,27 +320,26 @@ def _valid(year: int, month: int, day: int) -> bool:
     return True
 
 
-def _held(path: str, schema: Any, moments: tuple[_Moment, ...]) -> dict[str, Any] | None:
+def _held(path: str, schema: Any, seen: str) -> dict[str, Any] | None:
     """The schema of one argument held to the written values its layout takes (at any depth), or
     None where nothing changes."""
     if not isinstance(schema, Mapping) or is_id_name(path) or "enum" in schema or "const" in schema:
         return None
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
-        nested = {key: new for key, sub in properties.items() if (new := _held(key, sub, moments)) is not None}
+        nested = {key: new for key, sub in properties.items() if (new := _held(key, sub, seen)) is not None}
         return {**schema, "properties": {**properties, **nested}} if nested else None
     items = schema.get("items")
     if isinstance(items, Mapping):
-        new_items = _held(path, items, moments)
+        new_items = _held(path, items, seen)
         return {**schema, "items": new_items} if new_items is not None else None
-    kind = schema.get("type")
-    if not (kind == "string" or (isinstance(kind, list) and "string" in kind)):
+    if not is_text(schema):
         return None
     pattern, layout = schema.get("pattern"), schema.get("format")
     if isinstance(pattern, str) and _LAYOUT_ONLY.fullmatch(pattern):
-        fits = [text for text in _in_layouts(moments) if _full(pattern, text)]
+        fits = [text for text in _in_layouts(_written_values(seen)) if _full(pattern, text)]
     elif pattern is None and layout == "date":
-        fits = [day.isoformat() for day, clock in moments if day is not None and clock is None]
+        fits = [day.isoformat() for day, clock in _written_values(seen) if day is not None and clock is None]
     else:
         return None
     values: list[Any] = list(dict.fromkeys(fits))
@@ -349,9 +347,11 @@ def _held(path: str, schema: Any, moments: tuple[_Moment, ...]) -> dict[str, Any
         return None
     if isinstance(schema.get("default"), str) and schema["default"] not in values:
         values.append(schema["default"])  # the check passes a parameter's default
+    kind = schema.get("type")
     if isinstance(kind, list) and "null" in kind:
         values.append(None)
-    return {**{k: v for k, v in schema.items() if k not in ("pattern", "format")}, "enum": values}
+    # the enum says the type: llama.cpp's grammar keeps a list of types and drops the enum
+    return {**{k: v for k, v in schema.items() if k not in ("pattern", "format", "type")}, "enum": values}
 
 
 def _in_layouts(moments: tuple[_Moment, ...]) -> Iterator[str]:
