@@ -179,6 +179,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
     "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),
     "no-restate-task": lambda: _patched(prompts, RESTATE_TASK=False),
+    "holds-wording": lambda: _patched(prompts, _NEXT=prompts._NEXT_RESTATED),
     "no-written-choices": lambda: _patched(offer, WRITTEN_CHOICES=False),
     "no-id-patterns": lambda: _patched(offer, ID_PATTERNS=False),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
