@@ -458,3 +458,9 @@ def test_an_argument_with_values_of_its_own_keeps_them() -> None:
         "required": ["day", "at", "dotted"],
     }
     assert held_to_written(own, "on 2024-05-02 at 2:30 pm") is own
+
+
+def test_the_day_of_the_week_is_no_relative_date() -> None:
+    held = held_to_written(HELD, "On which day of the week did 14 July 1789 fall?")
+    assert _enums(held)["date"] == ["1789-07-14"]
+    assert _enums(held_to_written(HELD, "The week after 14 July 1789?"))["date"] is None
