@@ -365,8 +365,9 @@ def _in_layouts(moments: tuple[_Moment, ...]) -> Iterator[str]:
 
 
 def _full(pattern: str, text: str) -> bool:
-    """Whether ``text`` matches a JSON schema ``pattern`` as a whole (anchors or none)."""
+    """Whether ``text`` matches an anchored layout ``pattern`` (:data:`_LAYOUT_ONLY`); one with an
+    escape Python's ``re`` refuses (``\\T``) matches nothing."""
     try:
-        return re.fullmatch(pattern.removeprefix("^").removesuffix("$"), text) is not None
+        return re.fullmatch(pattern, text) is not None
     except re.error:
         return False
