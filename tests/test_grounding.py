@@ -227,6 +227,21 @@ def test_taken_from_finds_the_required_parameter_a_result_names() -> None:
     assert taken(optional, "the city of Bergen") is None
 
 
+def test_taken_from_needs_one_of_an_enum_parameters_values_in_the_result() -> None:
+    # "league matches" names the word, not a league: get_team_standing is no next step after a
+    # player's statistics (qwen2.5-coder-1.5b was sent to it with the player as the team)
+    league = {"type": "string", "enum": ["premier_league", "la_liga"]}
+    standing = {"type": "object", "properties": {"team": {"type": "string"}, "league": league},
+                "required": ["league", "team"]}  # fmt: skip
+    stats = "Erling Haaland, 2022-23: 36 goals, 8 assists in 35 league matches"
+    assert taken_from(standing, result_words(stats), stats) is None
+    written = "Arsenal play in the premier_league, 2nd"
+    assert taken_from(standing, result_words(written), written) == "league"
+    country = {"type": "object", "properties": {"country": {"const": "NO"}}, "required": ["country"]}
+    assert taken_from(country, result_words("country: SE, 7"), "country: SE, 7") is None
+    assert taken_from(country, result_words("country: NO, 7"), "country: NO, 7") == "country"
+
+
 def test_holds_value_matches_whole_values_only() -> None:
     assert holds_value("Jonas: employee id E-30418", "E-30418")
     assert not holds_value("Jonas: employee id E-30418", "E-3")

@@ -105,20 +105,37 @@ def result_words(text: str) -> frozenset[str]:
     return frozenset(_stem(word) for word in re.findall(r"[^\W\d_]+", text.casefold()))
 
 
-def taken_from(parameters: Mapping[str, Any], words: frozenset[str]) -> str | None:
+def taken_from(parameters: Mapping[str, Any], words: frozenset[str], text: str = "") -> str | None:
     """The first required parameter whose name's words are all among ``words`` (those of a tool's
     result, from :func:`result_words`), or None: the result names what the tool takes ("employee id
     E-30418" for ``employee_id``).
 
     Small models answered a two-step task with its first result (an employee's id for the leave
     balance it unlocks); a tool that takes a value the result names is the likely next step.
+
+    A parameter with fixed values (an ``enum`` or ``const``) is named only where the result, ``text``,
+    writes one of them: "36 goals in 35 league matches" names no ``league`` of
+    ``premier_league``/``la_liga``.
     """
     required = parameters.get("required") or []
+    properties = parameters.get("properties")
     for name in required if isinstance(required, list) else []:
         named = _name_words(str(name))
-        if named and named <= words:
+        if not named or not named <= words:
+            continue
+        schema = properties.get(name) if isinstance(properties, Mapping) else None
+        fixed = _fixed_values(schema) if isinstance(schema, Mapping) else None
+        if fixed is None or any(holds_value(text, value) for value in fixed):
             return str(name)
     return None
+
+
+def _fixed_values(schema: Mapping[str, Any]) -> list[Any] | None:
+    """The values a parameter's schema allows, where it lists them (``enum``, ``const``)."""
+    if "const" in schema:
+        return [schema["const"]]
+    enum = schema.get("enum")
+    return list(enum) if isinstance(enum, list) else None
 
 
 def holds_value(text: str, value: Any) -> bool:
