@@ -81,6 +81,12 @@ def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     brain.capabilities = Capabilities(restate_task=True)
     run_agent(brain, [lookup], "What colour?")
     assert restated in brain.asked[1].messages[-1]["content"]
+    # not after a failed or refused call: the task's words would send the model on after it
+    brain = ScriptedBrain([tool_step("strict_lookup", key="size"), answer_step("I cannot tell.")])
+    brain.capabilities = Capabilities(restate_task=True)
+    run_agent(brain, [strict_lookup], "What colour?")
+    after_error = brain.asked[1].messages[-1]["content"]
+    assert "ERROR:" in after_error and "The task:" not in after_error
     # a long task keeps its end, where the question is
     steps = [tool_step("lookup", key="colour"), answer_step("red")]
     brain = ScriptedBrain(steps, capabilities=Capabilities(restate_task=True))

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from shapeloop.guards import CallRecord
-from shapeloop.toolbox import ToolResult
+from shapeloop.toolbox import ToolResult, ToolStatus
 from shapeloop.tooldoc import DocStyle, render_tools
 from shapeloop.tools import Tool, drop_titles
 
@@ -218,10 +218,13 @@ def tool_feedback(
     ``answer_next``: the call was made before with this same result, and the next step must answer;
     ``then``: it was, and this says what to do instead (:func:`repeat_chain_feedback`).
     ``restate``: the model's backend asks for the task's words again after a result (``task``), and
-    the answer from it (``RESTATE_TASK`` overrides).
+    the answer from it (``RESTATE_TASK`` overrides). Only after a good result: after a refusal, the
+    task's words sent qwen2.5-coder-1.5b on to list folders in search of what it had been refused.
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    restated = bool(task) and (restate if RESTATE_TASK is None else RESTATE_TASK)
+    restated = (
+        bool(task) and result.status is ToolStatus.OK and (restate if RESTATE_TASK is None else RESTATE_TASK)
+    )
     if restated:  # a long task keeps its end, where the question usually is
         text += f"The task: {_clip_middle(task, 600)}\n"
     if status == "ok" and failed_before:
