@@ -176,6 +176,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-layout-patterns": lambda: _patched(offer, LAYOUT_PATTERNS=False),
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
+    "no-repeat-hold": lambda: _patched(loop, REPEAT_HOLD=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
     "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),
     "no-restate-task": lambda: _patched(prompts, RESTATE_TASK=False),

@@ -1031,6 +1031,13 @@ def test_a_call_made_again_for_the_same_result_leads_to_the_tool_that_takes_its_
     # the result may be the answer: the step may give it
     brain = ScriptedBrain([*script[:2], answer_step("E-30418")])
     assert run_agent(brain, tools, "What is Jonas Berg's employee id?").answer == "E-30418"
+    # the repeated tool stays out one step past the offered call: made a third time, it stopped the
+    # run as stuck
+    held = [*script[:3], tool_step("get_weather", city="Oslo"), answer_step("17.5 days")]
+    brain = ScriptedBrain(held)
+    assert run_agent(brain, [*tools, get_weather], task).steps == 5
+    assert _variant_tools(brain.asked[3].schema) == {"get_leave_balance", "get_weather"}
+    assert _variant_tools(brain.asked[4].schema) == {"find_employee", "get_leave_balance", "get_weather"}
 
     # never a tool that acts, by its name
     @tool

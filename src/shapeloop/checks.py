@@ -183,7 +183,9 @@ def _takers(
         ]
         if pointed:  # "The answer you want is in data/secret.txt": even the tool that gave it
             takers.append((tool.name, pointed[0][0], pointed[0][1]))
-        elif tool.name != result.call.tool and holds_number and (taken := taken_from(tool.parameters, words, result.text)):
+        elif tool.name == result.call.tool or not holds_number:
+            continue
+        elif taken := taken_from(tool.parameters, words, result.text):
             takers.append((tool.name, taken, None))
     return takers
 

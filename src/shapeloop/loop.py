@@ -60,6 +60,8 @@ from shapeloop.values import made_up_values
 VALUE_CHECK = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
+# Keep a repeated call's tool out one step past the call it was offered to chain to (``repeat_held``).
+REPEAT_HOLD = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -273,6 +275,10 @@ class _Run:
     opened: int = 0  # the messages before the first step: what the loop said after them is feedback
     # tools refused for a made-up id or value since the last call that ran
     blocked: frozenset[str] = frozenset()
+    # the tool whose call repeated when the next step was offered the tools that take its result:
+    # kept out one step past that next call too (smollm2-135m and qwen2.5-coder-0.5b made the
+    # repeated call a third time after the offered one, and were stopped as stuck)
+    repeat_held: frozenset[str] = frozenset()
     ground_values: bool = True  # refuse calls with made-up numbers, dates and times
     quotable: list[str] = field(default_factory=list)  # the loop's findings an answer may repeat to the user
     answered_before: str = ""  # the earlier conversation's assistant turns: a value may come from them
@@ -474,6 +480,7 @@ class _Run:
         chained = self._chained_on_repeat(result) if self.must_answer else None
         if chained is not None:  # the tools that take the result, or the answer
             self.must_answer, self.only = False, chained.only
+        held, self.repeat_held = self.repeat_held, frozenset({call.tool}) if chained and REPEAT_HOLD else frozenset()
         feedback = prompts.tool_feedback(
             result,
             record,
@@ -493,7 +500,7 @@ class _Run:
         # until a call runs (refused one after another, each kept out: qwen2.5-coder-0.5b went
         # back and forth between two such tools and never called the one that finds the id)
         self.blocked = self.blocked | {call.tool} if result.made_up else frozenset()
-        self.excluded |= self.blocked
+        self.excluded |= self.blocked | held
 
     def _chained_on_repeat(self, result: ToolResult) -> checks.Question | None:
         """After a call made again for the same result: the tools that take a value of it, which the

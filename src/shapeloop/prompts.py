@@ -222,9 +222,7 @@ def tool_feedback(
     task's words sent qwen2.5-coder-1.5b on to list folders in search of what it had been refused.
     """
     text = f"Result of {result.call}:\n{result.text}\n\n"
-    restated = (
-        bool(task) and result.status is ToolStatus.OK and (restate if RESTATE_TASK is None else RESTATE_TASK)
-    )
+    restated = bool(task) and result.status is ToolStatus.OK and (restate if RESTATE_TASK is None else RESTATE_TASK)
     if restated:  # a long task keeps its end, where the question usually is
         text += f"The task: {_clip_middle(task, 600)}\n"
     if status == "ok" and failed_before:
