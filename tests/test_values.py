@@ -464,3 +464,9 @@ def test_the_day_of_the_week_is_no_relative_date() -> None:
     held = held_to_written(HELD, "On which day of the week did 14 July 1789 fall?")
     assert _enums(held)["date"] == ["1789-07-14"]
     assert _enums(held_to_written(HELD, "The week after 14 July 1789?"))["date"] is None
+    # the check reads the phrase the same way: it takes the written date and no date near it
+    day_of_week = {"type": "object", "properties": {"date": {"type": "string"}}, "required": ["date"]}
+    asked = "On which day of the week did 14 July 1789 fall?"
+    assert made_up_values(day_of_week, {"date": "1789-07-14"}, asked) == []
+    assert made_up_values(day_of_week, {"date": "1789-07-15"}, asked) == [("date", "1789-07-15")]
+    assert made_up_values(day_of_week, {"date": "1789-07-15"}, "The day after 14 July 1789, next week?") == []

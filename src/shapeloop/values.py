@@ -77,6 +77,14 @@ _RELATIVE = re.compile(
     r"|friday|saturday|sunday)\b",
     re.IGNORECASE,
 )
+# "On which day of the week did 14 July 1789 fall?" names no date relative to another.
+_DAY_OF_THE_WEEK = re.compile(r"\bdays? of the week\b", re.IGNORECASE)
+
+
+def _relative(text: str) -> bool:
+    """Whether ``text`` holds a word that can make a date relative to a written one (not the "week"
+    of "the day of the week")."""
+    return _RELATIVE.search(_DAY_OF_THE_WEEK.sub("", text)) is not None
 
 
 def made_up_values(parameters: Mapping[str, Any], args: Mapping[str, Any], seen: str) -> list[tuple[str, Any]]:
@@ -168,7 +176,7 @@ class _Written:
             if math.isfinite(candidate)
         }
         self.dates = set(_dates(text))
-        self.relative = _RELATIVE.search(text) is not None
+        self.relative = _relative(text)
         self.times = set(_times(text))
 
     def holds(self, value: Any) -> bool:
@@ -262,8 +270,6 @@ _LAYOUTS = ("%Y-%m-%d", "%H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M")
 # length, and separators ("^\d{4}-\d{2}-\d{2}$"; a dot escaped); not "^[^/]+$", which a date
 # also matches.
 _LAYOUT_ONLY = re.compile(r"\^(?:\\d\{\d\}|\\d|[-/: T]|\\[-/:. T])+\$")
-# "On which day of the week did 14 July 1789 fall?" names no date relative to another.
-_DAY_OF_THE_WEEK = re.compile(r"\bdays? of the week\b", re.IGNORECASE)
 # A numeric date with a two-digit year ("4/7/85"): the check reads it as 20xx, which is no reason to
 # make that the only year a call may give.
 _SHORT_YEAR = re.compile(r"(?<![\d/.])\d{1,2}[/.]\d{1,2}[/.]\d{2}(?![\d/.])")
@@ -306,7 +312,7 @@ def _written_values(seen: str) -> tuple[_Moment, ...]:
     """Every date and time ``seen`` writes, alone and (a date with a time) together: the dates only
     where the check takes no others (see :func:`held_to_written`), the pairs only where there are few."""
     dates = set(_dates(seen))
-    dated = not _RELATIVE.search(_DAY_OF_THE_WEEK.sub("", seen)) and _SHORT_YEAR.search(seen) is None
+    dated = not _relative(seen) and _SHORT_YEAR.search(seen) is None
     dated = dated and all(year is not None for year, _, _ in dates)
     days = sorted({datetime.date(y, m, d) for y, m, d in dates if y and _valid(y, m, d)}) if dated else []
     clocks = sorted({datetime.time(h, m) for h, m in _times(seen) if 0 <= h < 24 and 0 <= m < 60})
