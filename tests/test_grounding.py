@@ -1,5 +1,6 @@
 """A made-up id is not run: the model is told where an id has to come from."""
 
+import json
 from typing import Literal
 
 import pytest
@@ -468,3 +469,52 @@ def test_an_id_held_to_one_word_has_no_space_of_any_kind() -> None:
         assert re.fullmatch(ID_PATTERN, spaced) is None, repr(spaced)
     for plain in ("H-8812", "E-30418", "6rqhFgbbKwnb9MLmUQDhG6", "æøå-12", "a/b:c#d"):
         assert re.fullmatch(ID_PATTERN, plain), plain
+
+
+def test_an_id_may_be_a_phrase_the_conversation_quotes() -> None:
+    import re
+
+    import jsonschema
+
+    from shapeloop.grounding import id_patterns, quoted_ids
+
+    parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}, "note": {"type": "string"},
+                  "user_ids": {"type": "array", "items": {"type": "string"}}}, "required": ["sheet_id"]}  # fmt: skip
+    held = id_patterns(parameters)
+    said = "Share the sheet \"Q3 Budget (v2.1)\" with ‘Ana Lopez’. I'm sure it's fine: 'Team A|B'."
+    widened = quoted_ids(held, said)
+    for good in ("Q3 Budget (v2.1)", "Ana Lopez", "Team A|B", "H-8812"):
+        jsonschema.validate({"sheet_id": good, "user_ids": [good]}, widened)
+    # nothing else with a space: not a phrase the text only holds, nor one its characters would match
+    for bad in ("Q3 Budget", "Q3 Budget (v2x1)", "m sure it", "Team A", "H-8812 Gion Garden Inn"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"sheet_id": bad}, widened)
+    assert "pattern" not in widened["properties"]["note"]  # not an id
+    # no phrase with a space quoted: the same object; a pattern of the caller's own is never widened
+    assert quoted_ids(held, 'the sheet "Q3" please') is held
+    own = {"type": "object", "properties": {"sheet_id": {"type": "string", "pattern": "^[A-Z]+$"}}}
+    assert quoted_ids(id_patterns(own), said) == own
+    # what a grammar engine could not take is left out: "^", "[" and "]", a quote, a backslash
+    pattern = quoted_ids(held, 'a "b ^c", "d [e]", "f \\ g" and "x y"')["properties"]["sheet_id"]["pattern"]
+    assert pattern.endswith("|x y)$") and "(?:" not in pattern
+    assert re.fullmatch(pattern, "x y") and not re.fullmatch(pattern, "b ^c")
+
+
+@pytest.mark.parametrize("engine", ["llama.cpp", "llguidance"])
+def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
+    from shapeloop import Tool
+    from shapeloop.grounding import id_patterns, quoted_ids
+    from shapeloop.step import step_schema
+
+    parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}}, "required": ["sheet_id"]}
+    said = 'Share "Q3 Budget (v2.1)", “Team A|B”, "a*b {c} d$ e+f?" and "x / y-z" with Ana.'
+    held = quoted_ids(id_patterns(parameters), said)
+    schema = step_schema([Tool(name="share", description="Share a sheet.", parameters=held, fn=lambda sheet_id: "")])
+    if engine == "llama.cpp":
+        grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python is not installed")
+        rule = next(line for line in grammar.json_schema_to_gbnf(json.dumps(schema)).splitlines() if "Budget" in line)
+        assert '"Q3 Budget" " " [(] "v" "2" [.] "1" [)]' in rule  # each character as itself
+    else:
+        llguidance = pytest.importorskip("llguidance", reason="llguidance is not installed")
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(schema)
+        assert llguidance.LLMatcher.validate_grammar(grammar) == ""

@@ -951,6 +951,10 @@ def test_the_constrained_step_holds_an_id_to_one_word_and_the_tool_keeps_its_own
     assert run_agent(brain, [get_hotel], "Can I cancel at hotel H-8812?").ok
     offered = json.dumps(brain.asked[0].schema)
     assert '"hotel_id": {"type": "string", "pattern": ' in offered and "pattern" not in json.dumps(get_hotel.parameters)
+    # a hotel the task quotes may be written with its spaces, from the first step on
+    brain = ScriptedBrain([tool_step("get_hotel", hotel_id="Gion Garden Inn"), answer_step("Free cancellation.")])
+    assert run_agent(brain, [get_hotel], 'Can I cancel at "Gion Garden Inn"?').ok
+    assert "|Gion Garden Inn)$" in json.dumps(brain.asked[0].schema)
     import shapeloop.offer as offer_module
 
     saved, offer_module.ID_PATTERNS = offer_module.ID_PATTERNS, False

@@ -353,10 +353,61 @@ def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     qwen2.5-coder-0.5b called ``getHotelDetails(hotel_id="H-8812 Gion Garden Inn 41,200 JPY")`` with
     a whole line of the search's result: it passes the id check, since the result writes it, and the
     tool finds no such hotel. Held to one word, the id is ``H-8812``. An id with a space in it
-    ("Q3 Budget") cannot be written then: give such a parameter a pattern of its own.
+    ("Q3 Budget") can be written where the conversation quotes it (:func:`quoted_ids`), or where the
+    parameter has a pattern of its own.
     """
     changed = _with_pattern(parameters, None, lambda schema, name: ID_PATTERN if name and is_id_name(name) else None)
     return parameters if changed is None else changed
+
+
+# A phrase the conversation quotes, with a space in it: "Q3 Budget", 'Kyoto Trip', “Team A”.
+# Single quotes only around a phrase (not "I'm ... it's"); up to 60 characters, no quote, backslash,
+# control character, "^", "[" or "]" inside.
+_QUOTED = re.compile(
+    r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|‘([^’\n]{1,60})’|`([^`\n]{1,60})`|(?<![\w'])'([^'\n]{1,60})'(?![\w'])"
+)
+_REGEX_SPECIAL = re.compile(r"([.$*+?(){}|])")  # each written as a class of one: both grammar engines take it
+_MAX_QUOTED = 8  # quoted phrases an id may be, at most: the newest
+
+
+def quoted_ids(parameters: Mapping[str, Any], seen: str) -> Mapping[str, Any]:
+    """``parameters`` as :func:`id_patterns` holds them, with each id's pattern widened to the phrases
+    ``seen`` quotes that have a space in them; the same object where it quotes none.
+
+    One word keeps a result's whole line out of an id, but an id a user names with a space in it
+    ("Share the sheet \"Q3 Budget\" with Ana") is quoted as often as not: it can then be written, as
+    quoted, and nothing else with a space can.
+    """
+    phrases = list(dict.fromkeys(_quoted(seen)))[-_MAX_QUOTED:]
+    if not phrases:
+        return parameters
+    choices = "|".join(_REGEX_SPECIAL.sub(r"[\1]", phrase) for phrase in phrases)
+    widened = ID_PATTERN[:-1].replace("^", "^(", 1) + "|" + choices + ")$"  # no "(?:": llama.cpp takes none
+    changed = _repatterned(parameters, ID_PATTERN, widened)
+    return parameters if changed is None else changed
+
+
+def _quoted(text: str) -> Iterator[str]:
+    for match in _QUOTED.finditer(text):
+        phrase = next(group for group in match.groups() if group is not None).strip()
+        if re.search(r"\s", phrase) and re.fullmatch(r"[^\x00-\x1f\x7f\u2028\u2029\"\\^[\]]+", phrase):
+            yield phrase
+
+
+def _repatterned(schema: Mapping[str, Any], old: str, new: str) -> dict[str, Any] | None:
+    """The schema with ``new`` for every ``pattern`` that is ``old``, at any depth; None where none is."""
+    out: dict[str, Any] = {}
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        changed = {key: _repatterned(sub, old, new) for key, sub in properties.items() if isinstance(sub, Mapping)}
+        if any(sub is not None for sub in changed.values()):
+            out["properties"] = {key: changed.get(key) or sub for key, sub in properties.items()}
+    items = schema.get("items")
+    if isinstance(items, Mapping) and (sub := _repatterned(items, old, new)) is not None:
+        out["items"] = sub
+    if schema.get("pattern") == old:
+        out["pattern"] = new
+    return {**schema, **out} if out else None
 
 
 def _layout_regex(layout: str) -> str:

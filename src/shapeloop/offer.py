@@ -6,7 +6,8 @@ step is held to changes, in five ways (each can be switched off, for the benchma
 
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
-- an id argument is held to one word: :func:`~shapeloop.grounding.id_patterns`;
+- an id argument is held to one word, or to a phrase the conversation quotes:
+  :func:`~shapeloop.grounding.id_patterns`, :func:`~shapeloop.grounding.quoted_ids`;
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, result_words
+from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, quoted_ids, result_words
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 from shapeloop.values import held_to_written
@@ -123,8 +124,10 @@ def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, che
     """The tool as the constrained step offers it once there is a conversation (``given``): without
     the optional arguments nothing asks for (``words``, those of ``given``, where the run trims
     them), with an optional argument required whose enum value it names, and with its date and time
-    arguments held to the values ``checked`` writes."""
+    arguments held to the values ``checked`` writes, and its ids widened to the phrases ``given`` quotes."""
     parameters = tool.parameters
+    if given is not None and ID_PATTERNS:
+        parameters = quoted_ids(parameters, given)
     if checked is not None and WRITTEN_CHOICES:  # the arguments the check reads: those the tool requires
         parameters = held_to_written(parameters, checked)
     if given is not None and words is not None and tool.optional_when_named:
