@@ -421,7 +421,8 @@ class _Run:
         schema = None
         if self.mode is Mode.CONSTRAINED:
             given = self._given()
-            checked = self._checked() if self.ground_values else None
+            # an answer-only step offers no arguments to hold to the written values
+            checked = self._checked() if self.ground_values and not self.must_answer else None
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
