@@ -465,7 +465,19 @@ def test_an_id_held_to_one_word_has_no_space_of_any_kind() -> None:
 
     from shapeloop.grounding import ID_PATTERN
 
-    for spaced in ("H-8812\u00a0Gion", "H-8812\tGion", "H-8812\nGion", "H 8812", "H\u20098812", "H\u30008812"):
+    spaced_out = (
+        "H-8812\u00a0Gion",
+        "H-8812\tGion",
+        "H-8812\nGion",
+        "H 8812",
+        "H\u20098812",
+        "H\u30008812",
+        "H\u202f8812",
+        "H\u205f8812",
+        "H\u16808812",
+        "H\x858812",
+    )
+    for spaced in spaced_out:
         assert re.fullmatch(ID_PATTERN, spaced) is None, repr(spaced)
     for plain in ("H-8812", "E-30418", "6rqhFgbbKwnb9MLmUQDhG6", "æøå-12", "a/b:c#d"):
         assert re.fullmatch(ID_PATTERN, plain), plain
@@ -476,39 +488,56 @@ def test_an_id_may_be_a_phrase_the_conversation_quotes() -> None:
 
     import jsonschema
 
-    from shapeloop.grounding import id_patterns, quoted_ids
+    from shapeloop.grounding import ID_PATTERN, id_patterns, quoted
 
     parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}, "note": {"type": "string"},
                   "user_ids": {"type": "array", "items": {"type": "string"}}}, "required": ["sheet_id"]}  # fmt: skip
-    held = id_patterns(parameters)
-    said = "Share the sheet \"Q3 Budget (v2.1)\" with ‘Ana Lopez’. I'm sure it's fine: 'Team A|B'."
-    widened = quoted_ids(held, said)
-    for good in ("Q3 Budget (v2.1)", "Ana Lopez", "Team A|B", "H-8812"):
+    said = "Share the sheet \"Q3 Budget (v2.1)\" with ‘Ana Lopez’. I'm sure it's fine: 'Team A|B', «Équipe B»."
+    assert quoted(said) == ("Q3 Budget (v2.1)", "Ana Lopez", "Team A|B", "Équipe B")
+    widened = id_patterns(parameters, quoted(said))
+    for good in ("Q3 Budget (v2.1)", "Ana Lopez", "Team A|B", "Équipe B", "H-8812"):
         jsonschema.validate({"sheet_id": good, "user_ids": [good]}, widened)
     # nothing else with a space: not a phrase the text only holds, nor one its characters would match
-    for bad in ("Q3 Budget", "Q3 Budget (v2x1)", "m sure it", "Team A", "H-8812 Gion Garden Inn"):
+    for bad in ("Q3 Budget", "Q3 Budget (v2x1)", "m sure it", "Team A", "H-8812 Gion Garden Inn", "H-8812\u202fGion"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"sheet_id": bad}, widened)
     assert "pattern" not in widened["properties"]["note"]  # not an id
-    # no phrase with a space quoted: the same object; a pattern of the caller's own is never widened
-    assert quoted_ids(held, 'the sheet "Q3" please') is held
-    own = {"type": "object", "properties": {"sheet_id": {"type": "string", "pattern": "^[A-Z]+$"}}}
-    assert quoted_ids(id_patterns(own), said) == own
+    assert id_patterns(parameters, quoted('the sheet "Q3" please')) == id_patterns(parameters)  # no space
+    # a pattern of the caller's own is never widened, even the one-word pattern itself
+    own = {"type": "object", "properties": {"sheet_id": {"type": "string", "pattern": ID_PATTERN}}}
+    assert id_patterns(own, quoted(said)) is own
     # what a grammar engine could not take is left out: "^", "[" and "]", a quote, a backslash
-    pattern = quoted_ids(held, 'a "b ^c", "d [e]", "f \\ g" and "x y"')["properties"]["sheet_id"]["pattern"]
-    assert pattern.endswith("|x y)$") and "(?:" not in pattern
-    assert re.fullmatch(pattern, "x y") and not re.fullmatch(pattern, "b ^c")
+    held = id_patterns(parameters, quoted('a "b ^c", "d [e]", "f \\ g" and "x y"'))["properties"]["sheet_id"]
+    assert held["pattern"].endswith("|x y)$") and "(?:" not in held["pattern"]
+    assert re.fullmatch(held["pattern"], "x y") and not re.fullmatch(held["pattern"], "b ^c")
+
+
+def test_quoted_phrases_pair_whole_and_skip_what_echoes_the_model() -> None:
+    from shapeloop.grounding import quoted
+
+    # one long value does not shift the pairs after it; an inch mark opens nothing
+    long = "x " * 40
+    row = f'[{{"id": "Q3 Budget", "description": "{long}", "rows": 3}}, {{"id": "Team A", "rows": 5}}]'
+    assert quoted(row) == ("Q3 Budget", "Team A")
+    assert quoted(f'The doc "{long}" is in "Q3 Budget".') == ("Q3 Budget",)
+    assert quoted('Order a 6" and 7" pipe') == ()
+    # an error quotes the model's own made-up value back: not a phrase the conversation gave
+    assert quoted("Open 'Q3 Budget'.\nERROR: KeyError: 'Third Quarter Budget'") == ("Q3 Budget",)
+    # many quoted: the first few (the task's) and the newest stay
+    listing = 'Share "Q3 Budget".\n' + "\n".join(f'"Sheet {n}"' for n in range(30))
+    kept = quoted(listing)
+    assert kept[0] == "Q3 Budget" and kept[-1] == "Sheet 29" and "Sheet 10" not in kept and len(kept) == 16
 
 
 @pytest.mark.parametrize("engine", ["llama.cpp", "llguidance"])
 def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
     from shapeloop import Tool
-    from shapeloop.grounding import id_patterns, quoted_ids
+    from shapeloop.grounding import id_patterns, quoted
     from shapeloop.step import step_schema
 
     parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}}, "required": ["sheet_id"]}
     said = 'Share "Q3 Budget (v2.1)", “Team A|B”, "a*b {c} d$ e+f?" and "x / y-z" with Ana.'
-    held = quoted_ids(id_patterns(parameters), said)
+    held = id_patterns(parameters, quoted(said))
     schema = step_schema([Tool(name="share", description="Share a sheet.", parameters=held, fn=lambda sheet_id: "")])
     if engine == "llama.cpp":
         grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python is not installed")

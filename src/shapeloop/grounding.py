@@ -13,8 +13,9 @@ Which arguments are ids is read off their names (``id``, ``user_id``, ``trackId`
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 _SNAKE_ID = re.compile(r"(?:^|[_-])(?:ids?|uuids?)$")
@@ -343,71 +344,63 @@ def _with_pattern(
 
 # An id written alone: no space of any kind, no control character (and no quote or backslash, which
 # llama.cpp's grammar would take raw).
-ID_PATTERN = '^[^\\x00-\\x20\\x7f\\u00a0\\u2000-\\u200a\\u2028\\u2029\\u3000"\\\\]+$'
+ID_PATTERN = '^[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u180e\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"\\\\]+$'
 
 
-def id_patterns(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+def id_patterns(parameters: Mapping[str, Any], phrases: Sequence[str] = ()) -> Mapping[str, Any]:
     """``parameters`` with :data:`ID_PATTERN` on every text id property (:func:`is_id_name`), at
-    any depth, that has no pattern, enum, const or format of its own; the same object when none does.
+    any depth, that has no pattern, enum, const or format of its own, widened to each of ``phrases``
+    as written (see :func:`quoted`); the same object when none does.
 
     qwen2.5-coder-0.5b called ``getHotelDetails(hotel_id="H-8812 Gion Garden Inn 41,200 JPY")`` with
     a whole line of the search's result: it passes the id check, since the result writes it, and the
     tool finds no such hotel. Held to one word, the id is ``H-8812``. An id with a space in it
-    ("Q3 Budget") can be written where the conversation quotes it (:func:`quoted_ids`), or where the
-    parameter has a pattern of its own.
+    ("Share the sheet \"Q3 Budget\" with Ana") is quoted as often as not: the phrases the
+    conversation quotes may be written, as quoted, and nothing else with a space can. Give an id that
+    is neither a pattern of its own.
     """
-    changed = _with_pattern(parameters, None, lambda schema, name: ID_PATTERN if name and is_id_name(name) else None)
+    pattern = ID_PATTERN
+    if phrases:  # no "(?:": llama.cpp takes none
+        pattern = ID_PATTERN[:-1].replace("^", "^(", 1) + "|" + "|".join(map(_literal, phrases)) + ")$"
+    changed = _with_pattern(parameters, None, lambda schema, name: pattern if name and is_id_name(name) else None)
     return parameters if changed is None else changed
 
 
-# A phrase the conversation quotes, with a space in it: "Q3 Budget", 'Kyoto Trip', “Team A”.
-# Single quotes only around a phrase (not "I'm ... it's"); up to 60 characters, no quote, backslash,
-# control character, "^", "[" or "]" inside.
+# A phrase quoted with a space in it: "Q3 Budget", 'Kyoto Trip', “Team A”, «Équipe B», `a b`. A quote
+# opens after no letter or digit and closes before none ("a 6\" pipe" opens nothing); a pair is
+# read whole, however long, so that one long value does not shift the pairs after it, and kept if
+# it is at most 60 characters, without a quote, backslash, control character, "^", "[" or "]".
 _QUOTED = re.compile(
-    r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|‘([^’\n]{1,60})’|`([^`\n]{1,60})`|(?<![\w'])'([^'\n]{1,60})'(?![\w'])"
+    r'(?<![\w"])"((?:[^"\\\n]|\\.)*)"(?![\w"])|“([^”\n]*)”|„([^“”\n]*)[“”]|«([^»\n]*)»|‘([^’\n]*)’'
+    r"|`([^`\n]*)`|(?<![\w'])'([^'\n]*)'(?![\w'])"
 )
+_QUOTABLE = re.compile(r"[^\x00-\x1f\x7f\u2028\u2029\"'`\\^[\]“”„«»‘’]{1,60}")
 _REGEX_SPECIAL = re.compile(r"([.$*+?(){}|])")  # each written as a class of one: both grammar engines take it
-_MAX_QUOTED = 8  # quoted phrases an id may be, at most: the newest
+_FIRST_QUOTED, _LAST_QUOTED = 4, 12  # the phrases kept: the task's (the first quoted), and the newest
 
 
-def quoted_ids(parameters: Mapping[str, Any], seen: str) -> Mapping[str, Any]:
-    """``parameters`` as :func:`id_patterns` holds them, with each id's pattern widened to the phrases
-    ``seen`` quotes that have a space in them; the same object where it quotes none.
-
-    One word keeps a result's whole line out of an id, but an id a user names with a space in it
-    ("Share the sheet \"Q3 Budget\" with Ana") is quoted as often as not: it can then be written, as
-    quoted, and nothing else with a space can.
-    """
-    phrases = list(dict.fromkeys(_quoted(seen)))[-_MAX_QUOTED:]
-    if not phrases:
-        return parameters
-    choices = "|".join(_REGEX_SPECIAL.sub(r"[\1]", phrase) for phrase in phrases)
-    widened = ID_PATTERN[:-1].replace("^", "^(", 1) + "|" + choices + ")$"  # no "(?:": llama.cpp takes none
-    changed = _repatterned(parameters, ID_PATTERN, widened)
-    return parameters if changed is None else changed
-
-
-def _quoted(text: str) -> Iterator[str]:
-    for match in _QUOTED.finditer(text):
-        phrase = next(group for group in match.groups() if group is not None).strip()
-        if re.search(r"\s", phrase) and re.fullmatch(r"[^\x00-\x1f\x7f\u2028\u2029\"\\^[\]]+", phrase):
-            yield phrase
+@functools.lru_cache(maxsize=2)  # asked for each offered tool, in one step
+def quoted(text: str) -> tuple[str, ...]:
+    """The phrases ``text`` quotes that have a space in them, each once: the first few (the task's)
+    and the newest. Not from a line that reports a failure or a refusal (``ERROR:``, ``DENIED:``):
+    it quotes the model's own made-up values back."""
+    found = []
+    for line in text.splitlines():
+        if line.lstrip().startswith(("ERROR:", "DENIED:")):
+            continue
+        for match in _QUOTED.finditer(line):
+            phrase = next(group for group in match.groups() if group is not None).strip()
+            if re.search(r"\s", phrase) and _QUOTABLE.fullmatch(phrase):
+                found.append(phrase)
+    phrases = list(dict.fromkeys(found))
+    if len(phrases) <= _FIRST_QUOTED + _LAST_QUOTED:
+        return tuple(phrases)
+    return (*phrases[:_FIRST_QUOTED], *phrases[-_LAST_QUOTED:])
 
 
-def _repatterned(schema: Mapping[str, Any], old: str, new: str) -> dict[str, Any] | None:
-    """The schema with ``new`` for every ``pattern`` that is ``old``, at any depth; None where none is."""
-    out: dict[str, Any] = {}
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        changed = {key: _repatterned(sub, old, new) for key, sub in properties.items() if isinstance(sub, Mapping)}
-        if any(sub is not None for sub in changed.values()):
-            out["properties"] = {key: changed.get(key) or sub for key, sub in properties.items()}
-    items = schema.get("items")
-    if isinstance(items, Mapping) and (sub := _repatterned(items, old, new)) is not None:
-        out["items"] = sub
-    if schema.get("pattern") == old:
-        out["pattern"] = new
-    return {**schema, **out} if out else None
+def _literal(phrase: str) -> str:
+    """A phrase as a regex that both grammar engines read as itself."""
+    return _REGEX_SPECIAL.sub(r"[\1]", phrase)
 
 
 def _layout_regex(layout: str) -> str:

@@ -7,7 +7,7 @@ step is held to changes, in five ways (each can be switched off, for the benchma
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
 - an id argument is held to one word, or to a phrase the conversation quotes:
-  :func:`~shapeloop.grounding.id_patterns`, :func:`~shapeloop.grounding.quoted_ids`;
+  :func:`~shapeloop.grounding.id_patterns`;
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, quoted_ids, result_words
+from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, quoted, result_words
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 from shapeloop.values import held_to_written
@@ -68,7 +68,7 @@ class Offer:
         batch: bool,
         max_reason_chars: int | None,
     ) -> Offer:
-        """The offer of these tools; their date and time layouts and their ids are read once, here."""
+        """The offer of these tools; their date and time layouts are read once, here."""
         return cls(
             tools=[_held_to_layouts(t) for t in tools],
             flat=flat,
@@ -109,25 +109,21 @@ class Offer:
 
 
 def _held_to_layouts(tool: Tool) -> Tool:
-    """The tool with a pattern for every date or time layout its documentation writes, and every id
-    held to one word, for the constrained step only: the toolbox checks the arguments against the
-    tool's own schema."""
-    parameters = tool.parameters
-    if LAYOUT_PATTERNS:
-        parameters = layout_patterns(parameters)
-    if ID_PATTERNS:
-        parameters = id_patterns(parameters)
+    """The tool with a pattern for every date or time layout its documentation writes, for the
+    constrained step only: the toolbox checks the arguments against the tool's own schema."""
+    parameters = layout_patterns(tool.parameters) if LAYOUT_PATTERNS else tool.parameters
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
 def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, checked: str | None) -> Tool:
     """The tool as the constrained step offers it once there is a conversation (``given``): without
     the optional arguments nothing asks for (``words``, those of ``given``, where the run trims
-    them), with an optional argument required whose enum value it names, and with its date and time
-    arguments held to the values ``checked`` writes, and its ids widened to the phrases ``given`` quotes."""
+    them), with an optional argument required whose enum value it names, with its date and time
+    arguments held to the values ``checked`` writes, and with its ids held to one word or a phrase
+    ``given`` quotes."""
     parameters = tool.parameters
-    if given is not None and ID_PATTERNS:
-        parameters = quoted_ids(parameters, given)
+    if ID_PATTERNS:
+        parameters = id_patterns(parameters, quoted(given) if given else ())
     if checked is not None and WRITTEN_CHOICES:  # the arguments the check reads: those the tool requires
         parameters = held_to_written(parameters, checked)
     if given is not None and words is not None and tool.optional_when_named:
