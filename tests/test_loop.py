@@ -1,6 +1,7 @@
+import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -1075,3 +1076,47 @@ def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_w
     assert run.answer == "1 colour." and run.steps == 4
     assert _actions(brain.asked[2].schema) == _actions(brain.asked[3].schema) == ["answer"]
     assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]
+
+
+def _arguments(schema: Any, name: str) -> dict[str, Any]:
+    variant = next(v for v in schema.get("anyOf", [schema]) if v["properties"]["tool"].get("const") == name)
+    return variant["properties"]["args"]["properties"]  # type: ignore[no-any-return]
+
+
+def test_a_tools_choices_hold_its_argument_in_the_constrained_step_only(tmp_path: Any) -> None:
+    from shapeloop import workspace_tools
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("buy milk\n")
+    (tmp_path / "readme.md").write_text("# demo\n")
+    tools = workspace_tools(tmp_path)
+    steps = [tool_step("read_file", path="notes/missing.txt"), answer_step("There is no such file.")]
+    brain = ScriptedBrain(steps)
+    run = run_agent(brain, tools, "What does notes/missing.txt say?")
+    assert run.ok
+    first = brain.asked[0].schema
+    assert _arguments(first, "read_file")["path"]["enum"] == ["notes/todo.txt", "readme.md", "notes/missing.txt"]
+    assert _arguments(first, "list_files")["path"]["enum"] == [".", "notes", "notes/todo.txt", "readme.md",
+                                                                "notes/missing.txt"]  # fmt: skip
+    assert "enum" not in json.dumps(tools[0].parameters)  # the tool's own schema checks the call
+
+    # a caller's own enum is kept, and a tool without choices is open; switched off, no enum at all
+    @tool
+    def pick(colour: Literal["red", "blue"], note: str) -> str:
+        """Pick."""
+        return colour
+
+    held = dataclasses.replace(pick, choices=lambda given: {"colour": ["green"], "note": ["a", "a", "b"], "x": ["y"]})
+    brain = ScriptedBrain([answer_step("ok")])
+    run_agent(brain, [held], "Pick one.")
+    assert _arguments(brain.asked[0].schema, "pick")["colour"]["enum"] == ["red", "blue"]
+    assert _arguments(brain.asked[0].schema, "pick")["note"]["enum"] == ["a", "b"]
+    import shapeloop.offer as offer_module
+
+    saved, offer_module.TOOL_CHOICES = offer_module.TOOL_CHOICES, False
+    try:
+        brain = ScriptedBrain([answer_step("ok")])
+        run_agent(brain, tools, "What does readme.md say?")
+        assert "enum" not in json.dumps(_arguments(brain.asked[0].schema, "read_file"))
+    finally:
+        offer_module.TOOL_CHOICES = saved

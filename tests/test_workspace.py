@@ -180,3 +180,29 @@ def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(
     append = tools_by_name(root, write=True)["append_note"]
     append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
     assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"
+
+
+def test_a_small_workspaces_paths_are_the_tools_choices_with_the_paths_the_conversation_writes(
+    space: tuple[Path, Path],
+) -> None:
+    root, _ = space
+    (root / ".hidden").write_text("x")
+    tools = {t.name: t for t in workspace_tools(root, write=True)}
+    said = "Read notes/missing.txt, then ../outside/secret.txt."
+    assert tools["read_file"].choices is not None and tools["list_files"].choices is not None
+    assert tools["read_file"].choices(said) == {
+        "path": ["colour.txt", "sub/deep.txt", "notes/missing.txt", "../outside/secret.txt"]
+    }
+    assert tools["list_files"].choices("") == {"path": [".", "sub", "colour.txt", "sub/deep.txt"]}
+    assert tools["append_note"].choices is None  # a note may go to a new file
+    # the choices are read afresh: a file made since is among them
+    (root / "new.txt").write_text("n")
+    assert "new.txt" in tools["read_file"].choices("")["path"]
+    # past 64 files the paths are left open
+    for n in range(64):
+        (root / f"f{n}.txt").write_text("n")
+    assert tools["read_file"].choices(said) == {}
+    assert Workspace(root).paths() is not None
+    for n in range(200):
+        (root / f"g{n}.txt").write_text("n")
+    assert Workspace(root).paths() is None  # the listing is cut

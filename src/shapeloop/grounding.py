@@ -269,6 +269,12 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
     return found
 
 
+def written_paths(text: str) -> list[str]:
+    """Every file path ``text`` writes, as :func:`named_inputs` reads one, each once, in order."""
+    pattern = next(written for kind, _, _, written in _INPUT_KINDS if kind == "path")
+    return list(dict.fromkeys(_written(m) for m in pattern.finditer(text) if not _abbreviation(_written(m))))
+
+
 _DECLINING = re.compile(
     r"\b(?:can ?not|can'?t|can’t|unable|not able|not possible|impossible|no (?:tool|way|access)|"
     r"(?:do|does|did)(?: not|n'?t|n’t) have|(?:am|is|are)(?: not|n'?t|n’t) (?:allowed|permitted)|sorry)\b",

@@ -2,7 +2,10 @@
 by what the conversation so far asks for, and whether it may answer.
 
 The tools keep their own schemas: the toolbox checks arguments against those. Only the schema the
-step is held to changes, in five ways (each can be switched off, for the benchmark's variants):
+step is held to changes, in six ways (each can be switched off, for the benchmark's variants):
+
+- a text argument that the tool gives ``choices`` for is held to them (the workspace's files for
+  ``read_file``'s path): :attr:`~shapeloop.tools.Tool.choices`;
 
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
@@ -24,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shapeloop.grounding import asked_only, id_patterns, layout_patterns, named_required, quoted, result_words
+from shapeloop.grounding import (
+    asked_only,
+    id_patterns,
+    is_text,
+    layout_patterns,
+    named_required,
+    quoted,
+    result_words,
+)
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 from shapeloop.values import held_to_written
@@ -41,6 +52,8 @@ LAYOUT_PATTERNS = True
 ID_PATTERNS = True
 # Whether a date or time argument is held to the dates or times the conversation writes.
 WRITTEN_CHOICES = True
+# Whether a tool's own ``choices`` (the workspace's files for a path) become its arguments' enums.
+TOOL_CHOICES = True
 
 
 @dataclass(kw_only=True)
@@ -122,6 +135,8 @@ def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, che
     arguments held to the values ``checked`` writes, and with its ids held to one word or a phrase
     ``given`` quotes."""
     parameters = tool.parameters
+    if given is not None and TOOL_CHOICES and tool.choices is not None:
+        parameters = _chosen(parameters, tool.choices(given))
     if ID_PATTERNS:
         parameters = id_patterns(parameters, quoted(given) if given else ())
     if checked is not None and WRITTEN_CHOICES:  # the arguments the check reads: those the tool requires
@@ -131,3 +146,19 @@ def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, che
     if given is not None and NAMED_REQUIRED:
         parameters = named_required(parameters, given)
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
+
+
+def _chosen(parameters: Mapping[str, Any], choices: Mapping[str, Sequence[str]]) -> Mapping[str, Any]:
+    """``parameters`` with each text property that ``choices`` gives values for (and that has no enum
+    or const of its own) held to them; the same object where none is."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return parameters
+    held = {}
+    for name, given in choices.items():
+        schema = properties.get(name)
+        values = list(dict.fromkeys(value for value in given if isinstance(value, str)))
+        if isinstance(schema, Mapping) and values and is_text(schema) and not {"enum", "const"} & schema.keys():
+            kept = {key: value for key, value in schema.items() if key not in ("pattern", "format", "type")}
+            held[name] = {**kept, "type": "string", "enum": values}
+    return {**parameters, "properties": {**properties, **held}} if held else parameters

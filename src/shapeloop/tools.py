@@ -10,7 +10,7 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
@@ -42,6 +42,11 @@ class Tool:
             result names it (every word of its name, or one of its enum values): small models fill
             every optional argument they are shown (``read_file(path, length=1)``). The tool's
             documentation still shows them all.
+        choices: the values a constrained step offers for some of the tool's text arguments, as a
+            function of the conversation so far (the task and the results): ``{"path": [...]}``
+            becomes that argument's ``enum`` in the step's schema, so that a small model picks a
+            file that exists rather than making one up. The call is still checked against
+            ``parameters`` alone. An argument left out of the mapping, or given no values, stays open.
     """
 
     name: str
@@ -51,6 +56,7 @@ class Tool:
     needs_approval: bool = False
     lock_key: LockKey | None = field(default=None, repr=False)
     optional_when_named: bool = False
+    choices: Callable[[str], Mapping[str, Sequence[str]]] | None = field(default=None, repr=False, compare=False)
     _validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import difflib
 import os
 import re
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
+from shapeloop.grounding import written_paths
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, tool
 
@@ -34,6 +36,9 @@ _MAX_LISTED = 200
 # after a path that does not exist: files with a similar name, else the workspace's files
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
+# a workspace with more files than this leaves the model's paths open (see workspace_tools)
+_MAX_CHOICES = 64
+_MAX_WRITTEN = 16  # paths the conversation writes that join them, at most
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
@@ -212,6 +217,18 @@ class Workspace:
         except ToolFailure:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
+
+    def paths(self) -> tuple[builtins.list[str], builtins.list[str]] | None:
+        """The workspace's files and folders (without the trailing slash), as ``list_files`` shows
+        them; None where the listing is cut or cannot be made."""
+        try:
+            listed = self.list(".").splitlines()
+        except ToolFailure:
+            return None
+        if any(line.startswith("[listing cut") for line in listed):
+            return None
+        entries = [line for line in listed if not line.startswith(("[", "(empty"))]
+        return [e for e in entries if not e.endswith("/")], [e[:-1] for e in entries if e.endswith("/")]
 
     def _is_file(self, path: str) -> bool:
         try:
@@ -429,7 +446,23 @@ def workspace_tools(
         """
         return space.list(path, read_length=max_read_chars)
 
-    tools = [read_file, list_files]
+    def files(given: str) -> dict[str, list[str]]:
+        found = space.paths()
+        if found is None or len(found[0]) > _MAX_CHOICES:
+            return {}
+        return {"path": [*found[0], *written_paths(given)[:_MAX_WRITTEN]]}
+
+    def listable(given: str) -> dict[str, list[str]]:
+        found = space.paths()
+        if found is None or len(found[0]) + len(found[1]) > _MAX_CHOICES:
+            return {}
+        return {"path": [".", *found[1], *found[0], *written_paths(given)[:_MAX_WRITTEN]]}
+
+    # A small workspace's paths are the constrained step's choices, with the paths the conversation
+    # writes (a file that is not there can still be asked for, and the model told so):
+    # qwen2.5-coder-0.5b read "server/server_port.txt" and "maintainers", which are not there, until
+    # its steps ran out.
+    tools = [dataclasses.replace(read_file, choices=files), dataclasses.replace(list_files, choices=listable)]
     if write:
 
         @tool(needs_approval=True)
