@@ -4,6 +4,8 @@ import json
 from typing import Literal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
@@ -547,3 +549,12 @@ def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
         llguidance = pytest.importorskip("llguidance", reason="llguidance is not installed")
         grammar = llguidance.LLMatcher.grammar_from_json_schema(schema)
         assert llguidance.LLMatcher.validate_grammar(grammar) == ""
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab \"'`“”„«»‘’\\\n.é")), max_size=300))
+def test_quoted_phrases_are_written_in_the_text_and_fit_an_id(text: str) -> None:
+    from shapeloop.grounding import quoted
+
+    for phrase in quoted(text):
+        assert phrase in text and len(phrase) <= 60 and " " in phrase
+        assert not set(phrase) & set("\"'`“”„«»‘’\\\n")

@@ -1120,3 +1120,50 @@ def test_a_tools_choices_hold_its_argument_in_the_constrained_step_only(tmp_path
         assert "enum" not in json.dumps(_arguments(brain.asked[0].schema, "read_file"))
     finally:
         offer_module.TOOL_CHOICES = saved
+
+
+def test_a_path_the_model_made_up_is_not_offered_back_and_a_listing_stays_optional(tmp_path: Any) -> None:
+    from shapeloop import workspace_tools
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("buy milk\n")
+    steps = [tool_step("read_file", path="data/port.txt"), answer_step("I cannot find it.")]
+    brain = ScriptedBrain(steps)
+    run_agent(brain, workspace_tools(tmp_path), "Which port does notes/todo.txt set?")
+    # the error names the made-up path: the user's words alone add paths to the choices
+    assert "data/port.txt" in brain.asked[1].messages[-1]["content"]
+    assert _arguments(brain.asked[1].schema, "read_file")["path"]["enum"] == ["notes/todo.txt"]
+    # list_files' path has a default: the choices do not make the written path required
+    variant = next(v for v in brain.asked[0].schema["anyOf"] if v["properties"]["tool"]["const"] == "list_files")
+    assert "path" not in variant["properties"]["args"].get("required", [])
+
+
+def test_a_file_that_names_another_keeps_read_file_offered_after_a_repeat(tmp_path: Any) -> None:
+    from shapeloop import workspace_tools
+
+    for name, text in (("a.txt", "The answer is in b.txt"), ("b.txt", "The answer is in c.txt"), ("c.txt", "42")):
+        (tmp_path / name).write_text(text)
+    steps = [tool_step("read_file", path="a.txt"), tool_step("read_file", path="a.txt"),
+             tool_step("read_file", path="b.txt"), tool_step("read_file", path="c.txt"), answer_step("42")]  # fmt: skip
+    brain = ScriptedBrain(steps)
+    run = run_agent(brain, [workspace_tools(tmp_path)[0]], "Follow a.txt to the answer.")
+    assert run.answer == "42"
+    assert _variant_tools(brain.asked[3].schema) == {"read_file"}  # not held: it is the offered tool
+
+
+def test_a_tools_choices_are_kept_to_what_its_own_schema_takes_and_must_be_lists() -> None:
+    parameters = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 3}},
+                  "required": ["code"]}  # fmt: skip
+    from shapeloop import Tool
+
+    coded = Tool(name="coded", description="Code.", parameters=parameters, fn=lambda code: code)
+    brain = ScriptedBrain([answer_step("ok")])
+    run_agent(brain, [dataclasses.replace(coded, choices=lambda said: {"code": ["abcd", "ABC", "ABCD"]})], "Go.")
+    assert _arguments(brain.asked[0].schema, "coded")["code"]["enum"] == ["ABC"]
+    brain = ScriptedBrain([answer_step("ok")])
+    run_agent(brain, [dataclasses.replace(coded, choices=lambda said: {"code": ["abcd"]})], "Go.")
+    assert "enum" not in _arguments(brain.asked[0].schema, "coded")["code"]  # none fits: left open
+    for bad in ({"code": "ABC"}, None, ["ABC"]):
+        with pytest.raises(TypeError, match="tool 'coded': choices must return a mapping"):
+            chosen = dataclasses.replace(coded, choices=lambda said, bad=bad: bad)
+            run_agent(ScriptedBrain([answer_step("ok")]), [chosen], "Go.")

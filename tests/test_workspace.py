@@ -195,12 +195,24 @@ def test_a_small_workspaces_paths_are_the_tools_choices_with_the_paths_the_conve
     }
     assert tools["list_files"].choices("") == {"path": [".", "sub", "colour.txt", "sub/deep.txt"]}
     assert tools["append_note"].choices is None  # a note may go to a new file
+    # what read_file would refuse is not offered: a second link, a link out, a folder
+    os.link(root / "colour.txt", root / "twin.txt")
+    (root / "out.txt").symlink_to(space[1] / "secret.txt")
+    offered = tools["read_file"].choices("")["path"]
+    assert "twin.txt" not in offered and "out.txt" not in offered and "colour.txt" not in offered
+    (root / "twin.txt").unlink()
+    assert "colour.txt" in tools["read_file"].choices("")["path"]
+    # a hidden file named: the listing leaves it out, so the path is left open
+    assert tools["read_file"].choices("What does .gitignore list?") == {}
+    assert tools["read_file"].choices("What does sub/.env set?") == {}
     # the choices are read afresh: a file made since is among them
     (root / "new.txt").write_text("n")
     assert "new.txt" in tools["read_file"].choices("")["path"]
-    # past 64 files the paths are left open
-    for n in range(64):
+    # past 64 files and folders the paths are left open
+    for n in range(59):
         (root / f"f{n}.txt").write_text("n")
+    assert len(tools["list_files"].choices("")["path"]) == 1 + 64 - 1  # ".", and all but the link out
+    (root / "f59.txt").write_text("n")
     assert tools["read_file"].choices(said) == {}
     assert Workspace(root).paths() is not None
     for n in range(200):

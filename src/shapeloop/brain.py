@@ -70,7 +70,7 @@ class Capabilities:
         exclusive: it holds one model and one context (the embedded backend), so two runs must
             never ask it at once; ``run_many`` gives such a brain to one run at a time. A brain
             that talks to a server is not exclusive: the server takes concurrent requests.
-        restate_task: the model does better with the task's words again after each tool result,
+        restate_task: the model does better with the task's words again after each good tool result,
             and the answer asked for from it (a catalogue model's setting, measured on the
             benchmark's tune half).
     """

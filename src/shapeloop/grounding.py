@@ -372,36 +372,51 @@ def id_patterns(parameters: Mapping[str, Any], phrases: Sequence[str] = ()) -> M
     return parameters if changed is None else changed
 
 
-# A phrase quoted with a space in it: "Q3 Budget", 'Kyoto Trip', “Team A”, «Équipe B», `a b`. A quote
-# opens after no letter or digit and closes before none ("a 6\" pipe" opens nothing); a pair is
-# read whole, however long, so that one long value does not shift the pairs after it, and kept if
-# it is at most 60 characters, without a quote, backslash, control character, "^", "[" or "]".
-_QUOTED = re.compile(
-    r'(?<![\w"])"((?:[^"\\\n]|\\.)*)"(?![\w"])|“([^”\n]*)”|„([^“”\n]*)[“”]|«([^»\n]*)»|‘([^’\n]*)’'
-    r"|`([^`\n]*)`|(?<![\w'])'([^'\n]*)'(?![\w'])"
-)
+# A phrase quoted with a space in it: "Q3 Budget", 'Kyoto Trip', “Team A”, «Équipe B», `a b`: each
+# opening quote and the marks that close it. A straight quote opens after no letter or digit and
+# closes before none ("a 6\" pipe" opens nothing); a pair is read whole, however long, so that one
+# long value does not shift the pairs after it, and kept if it is at most 60 characters, without a
+# quote, backslash, control character, "^", "[" or "]".
+_CLOSING = {'"': '"', "'": "'", "`": "`", "“": "”", "„": "“”", "«": "»", "‘": "’"}
+_STRAIGHT = frozenset("\"'`")
 _QUOTABLE = re.compile(r"[^\x00-\x1f\x7f\u2028\u2029\"'`\\^[\]“”„«»‘’]{1,60}")
 _REGEX_SPECIAL = re.compile(r"([.$*+?(){}|])")  # each written as a class of one: both grammar engines take it
-_FIRST_QUOTED, _LAST_QUOTED = 4, 12  # the phrases kept: the task's (the first quoted), and the newest
+_FIRST_QUOTED, _LAST_QUOTED = 4, 12  # the phrases kept: the first quoted (the task's), and the newest
 
 
 @functools.lru_cache(maxsize=2)  # asked for each offered tool, in one step
 def quoted(text: str) -> tuple[str, ...]:
-    """The phrases ``text`` quotes that have a space in them, each once: the first few (the task's)
-    and the newest. Not from a line that reports a failure or a refusal (``ERROR:``, ``DENIED:``):
-    it quotes the model's own made-up values back."""
+    """The phrases ``text`` quotes that have a space in them, each once: the first few (the caller's
+    instructions' and the task's) and the newest. Not from a line that reports a failure or a refusal
+    (``ERROR:``, ``DENIED:``): it quotes the model's own made-up values back."""
     found = []
     for line in text.splitlines():
-        if line.lstrip().startswith(("ERROR:", "DENIED:")):
-            continue
-        for match in _QUOTED.finditer(line):
-            phrase = next(group for group in match.groups() if group is not None).strip()
-            if re.search(r"\s", phrase) and _QUOTABLE.fullmatch(phrase):
-                found.append(phrase)
+        if not line.lstrip().startswith(("ERROR:", "DENIED:")):
+            found += [phrase for phrase in _pairs(line) if re.search(r"\s", phrase) and _QUOTABLE.fullmatch(phrase)]
     phrases = list(dict.fromkeys(found))
     if len(phrases) <= _FIRST_QUOTED + _LAST_QUOTED:
         return tuple(phrases)
     return (*phrases[:_FIRST_QUOTED], *phrases[-_LAST_QUOTED:])
+
+
+def _pairs(line: str) -> Iterator[str]:
+    """What each pair of quotes on the line holds, stripped, in one pass (a quote left open costs
+    nothing); a backslash escapes the next character, as JSON writes a quote inside a string."""
+    opened: dict[str, int] = {}  # an opening quote -> where its phrase starts
+    at = 0
+    while at < len(line):
+        mark = line[at]
+        if mark == "\\":
+            at += 2
+            continue
+        before = line[at - 1] if at else " "
+        after = line[at + 1] if at + 1 < len(line) else " "
+        closes = next((o for o in opened if mark in _CLOSING[o] and (o not in _STRAIGHT or not after.isalnum())), None)
+        if closes is not None:
+            yield line[opened.pop(closes) : at].strip()
+        elif mark in _CLOSING and mark not in opened and (mark not in _STRAIGHT or not before.isalnum()):
+            opened[mark] = at + 1
+        at += 1
 
 
 def _literal(phrase: str) -> str:

@@ -285,6 +285,7 @@ class _Run:
     failed_tool: str | None = None  # the tool of the last call, while that call failed
     failed_text: str = ""  # that call's error
     given: list[str] = field(default_factory=list)  # the user turns before the task, the task, each result
+    asked: list[str] = field(default_factory=list)  # the user turns and the caller's objections alone
     example_shown: bool = False  # the system prompt holds the worked example
     plain_prompt: str = ""  # the system prompt without it, for when it is withdrawn
     example_withdrawn: bool = False
@@ -306,6 +307,7 @@ class _Run:
             for message in opening:
                 self._say(message["role"], message["content"])
             self.given = [m["content"] for m in opening if m["role"] == "user"]
+            self.asked = list(self.given)
             self.opened = len(self.messages)
             mode, reason = choose_mode(self.mode, self.brain.capabilities)
             if mode is not self.mode:
@@ -423,13 +425,14 @@ class _Run:
             given = self._given()
             # an answer-only step offers no arguments to hold to the written values
             checked = self._checked() if self.ground_values and not self.must_answer else None
+            asked = self._asked()
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
                 excluded = frozenset(self.toolbox.tools) - self.only
-                schema = self.offer.schema(excluded, not self.must_call, given, checked)
+                schema = self.offer.schema(excluded, not self.must_call, given, checked, asked)
             else:
-                schema = self.offer.schema(self.excluded, not self.must_call, given, checked)
+                schema = self.offer.schema(self.excluded, not self.must_call, given, checked, asked)
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -481,7 +484,10 @@ class _Run:
         chained = self._chained_on_repeat(result) if self.must_answer else None
         if chained is not None:  # the tools that take the result, or the answer
             self.must_answer, self.only = False, chained.only
-        held, self.repeat_held = self.repeat_held, frozenset({call.tool}) if chained and REPEAT_HOLD else frozenset()
+        # the repeated tool stays out a step past the offered call, unless it is itself offered (a file
+        # that names another file)
+        hold = chained is not None and REPEAT_HOLD and chained.only is not None and call.tool not in chained.only
+        held, self.repeat_held = self.repeat_held, frozenset({call.tool}) if hold else frozenset()
         feedback = prompts.tool_feedback(
             result,
             record,
@@ -678,6 +684,7 @@ class _Run:
             return
         objection = verdict if isinstance(verdict, str) and verdict.strip() else "the answer was not accepted"
         self.given.append(objection)  # the caller's words: an answer may take them up
+        self.asked.append(objection)
         self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
         self._barren(raw, prompts.rejection_feedback(objection), "rejected-answer")
 
@@ -797,6 +804,11 @@ class _Run:
         model wrote, nor the loop's words around a result (they quote the call). An id and an
         answer's facts have to come from here."""
         return "\n".join([self.instructions, *self.given])
+
+    def _asked(self) -> str:
+        """The user's own words: the caller's instructions, the user turns, the caller's objections.
+        Not the results: they quote back the values a model made up ("ERROR: no file 'x y.txt'")."""
+        return "\n".join([self.instructions, *self.asked])
 
     def _checked(self) -> str:
         """What a call's numbers, dates and times are checked against: what the model was given

@@ -58,7 +58,7 @@ class CatalogueModel:
     # the embedded backend's floor on a task's fit to its best tool (shapeloop.fit), calibrated the same
     # way; None: not calibrated, no fit is judged
     fit_floor: float | None = None
-    # the task's words again after each tool result (``Capabilities.restate_task``), measured the same way
+    # the task's words again after each good tool result (``Capabilities.restate_task``), measured the same way
     restate_task: bool = False
 
 

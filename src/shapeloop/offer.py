@@ -4,19 +4,18 @@ by what the conversation so far asks for, and whether it may answer.
 The tools keep their own schemas: the toolbox checks arguments against those. Only the schema the
 step is held to changes, in six ways (each can be switched off, for the benchmark's variants):
 
-- a text argument that the tool gives ``choices`` for is held to them (the workspace's files for
-  ``read_file``'s path): :attr:`~shapeloop.tools.Tool.choices`;
-
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
-- an id argument is held to one word, or to a phrase the conversation quotes:
+- an id argument is held to one word, or to a phrase the user's words quote:
   :func:`~shapeloop.grounding.id_patterns`;
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
   :func:`~shapeloop.grounding.named_required`;
 - a date or time argument is held to the dates or times the conversation writes, where the value
-  check would refuse any other: :func:`~shapeloop.values.held_to_written`.
+  check would refuse any other: :func:`~shapeloop.values.held_to_written`;
+- a text argument that the tool gives ``choices`` for is held to them (the workspace's paths for
+  ``read_file``): :attr:`~shapeloop.tools.Tool.choices`.
 """
 
 from __future__ import annotations
@@ -26,6 +25,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import jsonschema
 
 from shapeloop.grounding import (
     asked_only,
@@ -97,13 +98,16 @@ class Offer:
         answer: bool = True,
         given: str | None = None,
         checked: str | None = None,
+        asked: str | None = None,
     ) -> dict[str, Any]:
         """The schema of a step that may call any tool not in ``excluded``, and answer if ``answer``;
         ``given`` is the conversation so far (the task and the results), None before it starts;
         ``checked`` is what the value check reads a call's dates and times against, None where values
-        are not checked."""
+        are not checked; ``asked`` is the user's own words in it (not the results), ``given`` where
+        None."""
         words = result_words(given) if given is not None and self.trimmed else None
-        kept = [_as_offered(t, given, words, checked) for t in self.tools if t.name not in excluded]
+        said = given if asked is None else asked
+        kept = [_as_offered(t, given, words, checked, said) for t in self.tools if t.name not in excluded]
         key = (answer, *((t.name, json.dumps(t.parameters, sort_keys=True, default=str)) for t in kept))
         if key not in self.built:
             self.built[key] = self._build(kept, answer)
@@ -128,37 +132,51 @@ def _held_to_layouts(tool: Tool) -> Tool:
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
-def _as_offered(tool: Tool, given: str | None, words: frozenset[str] | None, checked: str | None) -> Tool:
+def _as_offered(
+    tool: Tool, given: str | None, words: frozenset[str] | None, checked: str | None, said: str | None
+) -> Tool:
     """The tool as the constrained step offers it once there is a conversation (``given``): without
     the optional arguments nothing asks for (``words``, those of ``given``, where the run trims
     them), with an optional argument required whose enum value it names, with its date and time
-    arguments held to the values ``checked`` writes, and with its ids held to one word or a phrase
-    ``given`` quotes."""
+    arguments held to the values ``checked`` writes, with its ids held to one word or a phrase the
+    user's words (``said``) quote, and with the arguments the tool gives ``choices`` for held to them."""
     parameters = tool.parameters
-    if given is not None and TOOL_CHOICES and tool.choices is not None:
-        parameters = _chosen(parameters, tool.choices(given))
     if ID_PATTERNS:
-        parameters = id_patterns(parameters, quoted(given) if given else ())
+        parameters = id_patterns(parameters, quoted(said) if said else ())
     if checked is not None and WRITTEN_CHOICES:  # the arguments the check reads: those the tool requires
         parameters = held_to_written(parameters, checked)
     if given is not None and words is not None and tool.optional_when_named:
         parameters = asked_only(parameters, words, given)
-    if given is not None and NAMED_REQUIRED:
+    if given is not None and NAMED_REQUIRED:  # before the choices: only the tool's own enums count
         parameters = named_required(parameters, given)
+    if said is not None and TOOL_CHOICES and tool.choices is not None:
+        parameters = _chosen(tool, parameters, tool.choices(said))
     return tool if parameters is tool.parameters else dataclasses.replace(tool, parameters=parameters)
 
 
-def _chosen(parameters: Mapping[str, Any], choices: Mapping[str, Sequence[str]]) -> Mapping[str, Any]:
+def _chosen(tool: Tool, parameters: Mapping[str, Any], choices: object) -> Mapping[str, Any]:
     """``parameters`` with each text property that ``choices`` gives values for (and that has no enum
-    or const of its own) held to them; the same object where none is."""
+    or const of its own) held to those of them its own schema takes; the same object where none is.
+
+    Raises:
+        TypeError: ``choices`` is not a mapping of argument names to lists of text.
+    """
+    if not isinstance(choices, Mapping) or any(
+        isinstance(v, str) or not isinstance(v, Sequence) for v in choices.values()
+    ):
+        raise TypeError(f"tool {tool.name!r}: choices must return a mapping of argument names to lists of text, "
+                        f"not {choices!r:.200}")  # fmt: skip
     properties = parameters.get("properties")
     if not isinstance(properties, Mapping):
         return parameters
     held = {}
-    for name, given in choices.items():
+    for name, offered in choices.items():
         schema = properties.get(name)
-        values = list(dict.fromkeys(value for value in given if isinstance(value, str)))
-        if isinstance(schema, Mapping) and values and is_text(schema) and not {"enum", "const"} & schema.keys():
+        if not isinstance(schema, Mapping) or not is_text(schema) or {"enum", "const"} & schema.keys():
+            continue
+        takes = jsonschema.validators.validator_for(schema)(schema).is_valid
+        values = [value for value in dict.fromkeys(offered) if isinstance(value, str) and takes(value)]
+        if values:
             kept = {key: value for key, value in schema.items() if key not in ("pattern", "format", "type")}
             held[name] = {**kept, "type": "string", "enum": values}
     return {**parameters, "properties": {**properties, **held}} if held else parameters

@@ -192,7 +192,7 @@ _NEXT_RESTATED = (
     'If this result holds what the task asks for, reply with action "answer" now and answer the task from it; '
     "otherwise call another tool."
 )
-# The task again after each result: None, as the backend asks; True or False for every model (the
+# The task again after each good result: None, as the backend asks; True or False for every model (the
 # benchmark's variants).
 RESTATE_TASK: bool | None = None
 _FAILED = "That call did not work: fix its arguments, call another tool, or say that you cannot do the task."

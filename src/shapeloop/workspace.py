@@ -36,7 +36,7 @@ _MAX_LISTED = 200
 # after a path that does not exist: files with a similar name, else the workspace's files
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
-# a workspace with more files than this leaves the model's paths open (see workspace_tools)
+# a workspace with more files and folders than this leaves the model's paths open (see workspace_tools)
 _MAX_CHOICES = 64
 _MAX_WRITTEN = 16  # paths the conversation writes that join them, at most
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
@@ -184,10 +184,12 @@ class Workspace:
 
     def _twin(self, path: str) -> str | None:
         """The one file a missing path can only mean: the same path in other case, else the only file
-        of that name (in any case) in the workspace; None when there is no such file or several."""
+        of that name (in any case) in the workspace; None when there is no such file or several.
+        Never the path itself: a name the listing can only show escaped does not open as shown."""
         files = self._files()
         if files is None:
             return None
+        files = [f for f in files if f != path]
         wanted = re.sub(r"^(?:\./)+", "", path.strip()).casefold()
         if not wanted:
             return None
@@ -203,7 +205,7 @@ class Workspace:
         """The one file whose name shares a word with a missing path's name: a small model guesses
         ``notes/secret_word.txt`` for ``data/secret.txt``, then repeats the guess whatever the error
         lists. None when no file or several do."""
-        files = self._files()
+        files = [f for f in self._files() or [] if f != path]
         wanted = _name_words(path)
         if not files or not wanted:
             return None
@@ -217,6 +219,18 @@ class Workspace:
         except ToolFailure:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
+
+    def readable(self, path: str) -> bool:
+        """Whether ``read_file`` would open ``path`` as it is written: a regular file with one link."""
+        try:
+            fd, _ = self._open(path, os.O_RDONLY)
+        except ToolFailure:
+            return False
+        try:
+            info = os.fstat(fd)
+            return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+        finally:
+            os.close(fd)
 
     def paths(self) -> tuple[builtins.list[str], builtins.list[str]] | None:
         """The workspace's files and folders (without the trailing slash), as ``list_files`` shows
@@ -446,20 +460,16 @@ def workspace_tools(
         """
         return space.list(path, read_length=max_read_chars)
 
-    def files(given: str) -> dict[str, list[str]]:
-        found = space.paths()
-        if found is None or len(found[0]) > _MAX_CHOICES:
-            return {}
-        return {"path": [*found[0], *written_paths(given)[:_MAX_WRITTEN]]}
+    def files(said: str) -> dict[str, list[str]]:
+        found = _choices(space, said)
+        return {} if found is None else {"path": [*found[0], *found[2]]}
 
-    def listable(given: str) -> dict[str, list[str]]:
-        found = space.paths()
-        if found is None or len(found[0]) + len(found[1]) > _MAX_CHOICES:
-            return {}
-        return {"path": [".", *found[1], *found[0], *written_paths(given)[:_MAX_WRITTEN]]}
+    def listable(said: str) -> dict[str, list[str]]:
+        found = _choices(space, said)
+        return {} if found is None else {"path": [".", *found[1], *found[0], *found[2]]}
 
-    # A small workspace's paths are the constrained step's choices, with the paths the conversation
-    # writes (a file that is not there can still be asked for, and the model told so):
+    # A small workspace's paths are the constrained step's choices, with the paths the user's words
+    # write (a file that is not there can still be asked for, and the model told so):
     # qwen2.5-coder-0.5b read "server/server_port.txt" and "maintainers", which are not there, until
     # its steps ran out.
     tools = [dataclasses.replace(read_file, choices=files), dataclasses.replace(list_files, choices=listable)]
@@ -477,3 +487,19 @@ def workspace_tools(
 
         tools.append(append_note)
     return tools
+
+
+# A name starting with a dot (".gitignore", "config/.env"): the listing leaves such files out.
+_DOT_NAME = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*\.[A-Za-z_][\w.-]*")
+
+
+def _choices(space: Workspace, said: str) -> tuple[list[str], list[str], list[str]] | None:
+    """The workspace's readable files, its folders, and the paths ``said`` writes that are not among
+    them; None where the paths are left open: more than :data:`_MAX_CHOICES` files and folders, a
+    listing cut short, or a hidden file named (the listing would not offer it)."""
+    found = space.paths()
+    if found is None or len(found[0]) + len(found[1]) > _MAX_CHOICES or _DOT_NAME.search(said):
+        return None
+    files = [path for path in found[0] if space.readable(path)]
+    written = [path for path in written_paths(said) if path not in files][:_MAX_WRITTEN]
+    return files, found[1], written

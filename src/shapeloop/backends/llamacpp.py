@@ -70,7 +70,7 @@ class LlamaCppBrain(BaseBrain):
             (fast path only). By default, the floor calibrated for a catalogue model, else none:
             the scale is each model's own, so an uncalibrated model is not judged. ``float("-inf")``
             turns the judgement off.
-        restate_task: the task's words again after each tool result
+        restate_task: the task's words again after each good tool result
             (:attr:`~shapeloop.Capabilities.restate_task`). By default, a catalogue model's setting.
     """
 
