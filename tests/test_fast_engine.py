@@ -209,7 +209,7 @@ def test_a_date_layout_in_a_tools_documentation_holds_the_constrained_argument_t
 def test_an_id_held_to_one_word_is_the_id_not_the_results_line() -> None:
     import dataclasses
 
-    from shapeloop.grounding import id_patterns
+    from shapeloop.ids import id_patterns
     from shapeloop.step import without_answer
 
     need_model("qwen2.5-coder-0.5b", fast=True)

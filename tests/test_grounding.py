@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
-from shapeloop.grounding import holds_value, is_id_name, made_up_ids, result_words, taken_from
+from shapeloop.grounding import holds_value, result_words, taken_from
+from shapeloop.ids import is_id_name, made_up_ids
 
 EMPLOYEES = {"Ana Ruiz": "E-2071"}
 BALANCES = {"E-2071": 12}
@@ -430,7 +431,7 @@ def test_layout_patterns_take_the_whole_layout_and_leave_choices_alone() -> None
 def test_an_id_argument_is_held_to_one_word_for_the_constrained_step() -> None:
     import jsonschema
 
-    from shapeloop.grounding import id_patterns
+    from shapeloop.ids import id_patterns
 
     parameters = {
         "type": "object",
@@ -465,7 +466,7 @@ def test_an_id_argument_is_held_to_one_word_for_the_constrained_step() -> None:
 def test_an_id_held_to_one_word_has_no_space_of_any_kind() -> None:
     import re
 
-    from shapeloop.grounding import ID_PATTERN
+    from shapeloop.ids import ID_PATTERN
 
     spaced_out = (
         "H-8812\u00a0Gion",
@@ -490,7 +491,7 @@ def test_an_id_may_be_a_phrase_the_conversation_quotes() -> None:
 
     import jsonschema
 
-    from shapeloop.grounding import ID_PATTERN, id_patterns, quoted
+    from shapeloop.ids import ID_PATTERN, id_patterns, quoted
 
     parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}, "note": {"type": "string"},
                   "user_ids": {"type": "array", "items": {"type": "string"}}}, "required": ["sheet_id"]}  # fmt: skip
@@ -515,7 +516,7 @@ def test_an_id_may_be_a_phrase_the_conversation_quotes() -> None:
 
 
 def test_quoted_phrases_pair_whole_and_skip_what_echoes_the_model() -> None:
-    from shapeloop.grounding import quoted
+    from shapeloop.ids import quoted
 
     # one long value does not shift the pairs after it; an inch mark opens nothing
     long = "x " * 40
@@ -534,7 +535,7 @@ def test_quoted_phrases_pair_whole_and_skip_what_echoes_the_model() -> None:
 @pytest.mark.parametrize("engine", ["llama.cpp", "llguidance"])
 def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
     from shapeloop import Tool
-    from shapeloop.grounding import id_patterns, quoted
+    from shapeloop.ids import id_patterns, quoted
     from shapeloop.step import step_schema
 
     parameters = {"type": "object", "properties": {"sheet_id": {"type": "string"}}, "required": ["sheet_id"]}
@@ -553,7 +554,7 @@ def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from(list("ab \"'`“”„«»‘’\\\n.é")), max_size=300))
 def test_quoted_phrases_are_written_in_the_text_and_fit_an_id(text: str) -> None:
-    from shapeloop.grounding import quoted
+    from shapeloop.ids import quoted
 
     for phrase in quoted(text):
         assert phrase in text and len(phrase) <= 60 and " " in phrase

@@ -166,7 +166,7 @@ def run_agent(
             on in the background and its result is dropped.
         ground_ids: refuse to run a call whose id argument (``id``, ``user_id``, ``trackId``, ...)
             holds a value that appears nowhere in the conversation: an id the model made up
-            (:mod:`shapeloop.grounding`). The model is told to find it first.
+            (:mod:`shapeloop.ids`). The model is told to find it first.
         ground_values: refuse a call, before it runs, whose required arguments hold a number, date
             or time written nowhere in the conversation, in any common form ("March 3rd 2024" for
             ``2024-03-03``, "2:30 pm" for ``14:30``): a value the model made up, most often for a

@@ -7,7 +7,7 @@ step is held to changes, in six ways (each can be switched off, for the benchmar
 - a text argument is held to the date or time layout its documentation writes ("YYYY-MM-DD"):
   :func:`~shapeloop.grounding.layout_patterns`;
 - an id argument is held to one word, or to a phrase the user's words quote:
-  :func:`~shapeloop.grounding.id_patterns`;
+  :func:`~shapeloop.ids.id_patterns`;
 - the optional arguments of a tool built with ``optional_when_named`` that nothing in the
   conversation names are left out: :func:`~shapeloop.grounding.asked_only`;
 - an optional argument whose enum value (not its default) the conversation names is required:
@@ -28,15 +28,8 @@ from typing import Any
 
 import jsonschema
 
-from shapeloop.grounding import (
-    asked_only,
-    id_patterns,
-    is_text,
-    layout_patterns,
-    named_required,
-    quoted,
-    result_words,
-)
+from shapeloop.grounding import asked_only, is_text, layout_patterns, named_required, result_words
+from shapeloop.ids import id_patterns, quoted
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 from shapeloop.values import held_to_written

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from shapeloop.errors import TimedOut, ToolFailure, ToolRefusal
-from shapeloop.grounding import made_up_ids
+from shapeloop.ids import made_up_ids
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
 
@@ -56,7 +56,7 @@ class ToolResult:
         chars: length of the full result before it was cut.
         truncated: the result was cut to the run's ``max_result_chars``.
         made_up: the call was not run: an id argument holds a value that appears nowhere in what
-            the model was given (:mod:`shapeloop.grounding`).
+            the model was given (:mod:`shapeloop.ids`).
     """
 
     call: ToolCall
@@ -80,7 +80,7 @@ class Toolbox:
 
     Deny wins over allow; a tool that is not permitted is neither advertised nor run. With
     ``ground_ids`` (the default), a call given the conversation so far (``seen``) is not run when an
-    id argument holds a value that appears nowhere in it (:mod:`shapeloop.grounding`).
+    id argument holds a value that appears nowhere in it (:mod:`shapeloop.ids`).
     """
 
     def __init__(

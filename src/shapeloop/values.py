@@ -12,7 +12,7 @@ model was given it or in another common form ("March 3rd 2024" for ``2024-03-03`
 Only numbers and ISO dates and times are questioned: other text is rewritten too freely to check
 ("the UK" is ``"GB"``, "Nvidia" is ``"NVDA"``). Only required arguments (and what is nested in them),
 never an enum or const value, the parameter's default, or an id (ids have their own check,
-:mod:`shapeloop.grounding`). 0 and 1 pass: no one writes the 1 of ``x**2``.
+:mod:`shapeloop.ids`). 0 and 1 pass: no one writes the 1 of ``x**2``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from shapeloop.grounding import is_id_name, is_text
+from shapeloop.grounding import is_text
+from shapeloop.ids import is_id_name
 
 _NUMBER = re.compile(
     r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(k|m|bn|thousand|million|billion)\b)?"
