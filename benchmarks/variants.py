@@ -183,7 +183,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "holds-wording": lambda: _patched(prompts, _NEXT=prompts._NEXT_RESTATED),
     "no-written-choices": lambda: _patched(offer, WRITTEN_CHOICES=False),
     "no-id-patterns": lambda: _patched(offer, ID_PATTERNS=False),
-    "no-tool-choices": lambda: _patched(offer, TOOL_CHOICES=False),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
 }

@@ -235,21 +235,3 @@ def test_an_id_held_to_one_word_is_the_id_not_the_results_line() -> None:
     brain.close()
     hotel_id = json.loads(reply.text)["args"]["hotel_id"]
     assert " " not in hotel_id and hotel_id in ("H-8812", "H-1044"), reply.text
-
-
-def test_a_small_workspaces_paths_keep_the_model_to_files_that_are_there(tmp_path: Path) -> None:
-    need_model("qwen2.5-coder-0.5b", fast=True)
-    from shapeloop.backends.llamacpp import LlamaCppBrain
-
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "settings.ini").write_text("[server]\nport = 8080\n")
-    (tmp_path / "notes.txt").write_text("buy milk\n")
-    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=4096)
-    run = run_agent(brain, workspace_tools(tmp_path), "Find the file that sets the server port. What is its path?",
-                    max_steps=3)  # fmt: skip
-    brain.close()
-    calls = [e.call for e in run.events if isinstance(e, ToolCalled)]
-    assert calls, run.reason
-    # without the choices, this model read "server/server_port.txt" and "maintainers"
-    for call in calls:
-        assert call.args.get("path", ".") in (".", "config", "config/settings.ini", "notes.txt"), call

@@ -1083,59 +1083,37 @@ def _arguments(schema: Any, name: str) -> dict[str, Any]:
     return variant["properties"]["args"]["properties"]  # type: ignore[no-any-return]
 
 
-def test_a_tools_choices_hold_its_argument_in_the_constrained_step_only(tmp_path: Any) -> None:
-    from shapeloop import workspace_tools
-
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "todo.txt").write_text("buy milk\n")
-    (tmp_path / "readme.md").write_text("# demo\n")
-    tools = workspace_tools(tmp_path)
-    steps = [tool_step("read_file", path="notes/missing.txt"), answer_step("There is no such file.")]
-    brain = ScriptedBrain(steps)
-    run = run_agent(brain, tools, "What does notes/missing.txt say?")
-    assert run.ok
-    first = brain.asked[0].schema
-    assert _arguments(first, "read_file")["path"]["enum"] == ["notes/todo.txt", "readme.md", "notes/missing.txt"]
-    assert _arguments(first, "list_files")["path"]["enum"] == [".", "notes", "notes/todo.txt", "readme.md",
-                                                                "notes/missing.txt"]  # fmt: skip
-    assert "enum" not in json.dumps(tools[0].parameters)  # the tool's own schema checks the call
-
-    # a caller's own enum is kept, and a tool without choices is open; switched off, no enum at all
+def test_a_tools_choices_hold_its_argument_in_the_constrained_step_only() -> None:
     @tool
-    def pick(colour: Literal["red", "blue"], note: str) -> str:
-        """Pick."""
-        return colour
+    def open_sheet(sheet: str, note: str, colour: Literal["red", "blue"]) -> str:
+        """Open a sheet."""
+        return sheet
 
-    held = dataclasses.replace(pick, choices=lambda given: {"colour": ["green"], "note": ["a", "a", "b"], "x": ["y"]})
-    brain = ScriptedBrain([answer_step("ok")])
-    run_agent(brain, [held], "Pick one.")
-    assert _arguments(brain.asked[0].schema, "pick")["colour"]["enum"] == ["red", "blue"]
-    assert _arguments(brain.asked[0].schema, "pick")["note"]["enum"] == ["a", "b"]
+    said: list[str] = []
+
+    def sheets(text: str) -> dict[str, list[str]]:
+        said.append(text)
+        return {"sheet": ["Q3 Budget", "Roster", "Q3 Budget"], "colour": ["green"], "missing": ["x"]}
+
+    held = dataclasses.replace(open_sheet, choices=sheets)
+    brain = ScriptedBrain([tool_step("open_sheet", sheet="Roster", note="n", colour="red"), answer_step("Opened.")])
+    run = run_agent(brain, [held], "Open the roster.", system="Sheets are named by the user.")
+    assert run.ok
+    offered = _arguments(brain.asked[0].schema, "open_sheet")
+    assert offered["sheet"]["enum"] == ["Q3 Budget", "Roster"] and "enum" not in offered["note"]
+    assert offered["colour"]["enum"] == ["red", "blue"]  # the tool's own enum is kept
+    assert "enum" not in json.dumps(held.parameters["properties"]["sheet"])  # the call is checked against its own
+    # the choices read the user's words (the caller's and the task's), not the results
+    assert said[-1].endswith("Sheets are named by the user.\nOpen the roster.") and "Result" not in said[-1]
     import shapeloop.offer as offer_module
 
     saved, offer_module.TOOL_CHOICES = offer_module.TOOL_CHOICES, False
     try:
         brain = ScriptedBrain([answer_step("ok")])
-        run_agent(brain, tools, "What does readme.md say?")
-        assert "enum" not in json.dumps(_arguments(brain.asked[0].schema, "read_file"))
+        run_agent(brain, [held], "Open the roster.")
+        assert "enum" not in json.dumps(_arguments(brain.asked[0].schema, "open_sheet")["sheet"])
     finally:
         offer_module.TOOL_CHOICES = saved
-
-
-def test_a_path_the_model_made_up_is_not_offered_back_and_a_listing_stays_optional(tmp_path: Any) -> None:
-    from shapeloop import workspace_tools
-
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "todo.txt").write_text("buy milk\n")
-    steps = [tool_step("read_file", path="data/port.txt"), answer_step("I cannot find it.")]
-    brain = ScriptedBrain(steps)
-    run_agent(brain, workspace_tools(tmp_path), "Which port does notes/todo.txt set?")
-    # the error names the made-up path: the user's words alone add paths to the choices
-    assert "data/port.txt" in brain.asked[1].messages[-1]["content"]
-    assert _arguments(brain.asked[1].schema, "read_file")["path"]["enum"] == ["notes/todo.txt"]
-    # list_files' path has a default: the choices do not make the written path required
-    variant = next(v for v in brain.asked[0].schema["anyOf"] if v["properties"]["tool"]["const"] == "list_files")
-    assert "path" not in variant["properties"]["args"].get("required", [])
 
 
 def test_a_file_that_names_another_keeps_read_file_offered_after_a_repeat(tmp_path: Any) -> None:

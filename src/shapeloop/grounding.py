@@ -3,7 +3,7 @@
 Read off parameter names, types and descriptions, and the text of the task and the results: which
 tool takes a value a result names (:func:`taken_from`), which optional arguments the task asks for
 (:func:`asked_only`, :func:`named_required`), which files, URLs or addresses a text names
-(:func:`named_inputs`, :func:`written_paths`), which layout a date argument is written in
+(:func:`named_inputs`), which layout a date argument is written in
 (:func:`layout_patterns`), whether an answer declines (:func:`declines`), and which tool gives what
 another takes (:func:`gives`). The identifiers a model made up are :mod:`shapeloop.ids`.
 """
@@ -199,12 +199,6 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
                     found.append((str(name), values[0]))
                 break
     return found
-
-
-def written_paths(text: str) -> list[str]:
-    """Every file path ``text`` writes, as :func:`named_inputs` reads one, each once, in order."""
-    pattern = next(written for kind, _, _, written in _INPUT_KINDS if kind == "path")
-    return list(dict.fromkeys(_written(m) for m in pattern.finditer(text) if not _abbreviation(_written(m))))
 
 
 _DECLINING = re.compile(

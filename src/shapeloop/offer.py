@@ -14,8 +14,8 @@ step is held to changes, in six ways (each can be switched off, for the benchmar
   :func:`~shapeloop.grounding.named_required`;
 - a date or time argument is held to the dates or times the conversation writes, where the value
   check would refuse any other: :func:`~shapeloop.values.held_to_written`;
-- a text argument that the tool gives ``choices`` for is held to them (the workspace's paths for
-  ``read_file``): :attr:`~shapeloop.tools.Tool.choices`.
+- a text argument that the tool gives ``choices`` for is held to them:
+  :attr:`~shapeloop.tools.Tool.choices`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ LAYOUT_PATTERNS = True
 ID_PATTERNS = True
 # Whether a date or time argument is held to the dates or times the conversation writes.
 WRITTEN_CHOICES = True
-# Whether a tool's own ``choices`` (the workspace's files for a path) become its arguments' enums.
+# Whether a tool's own ``choices`` become its arguments' enums.
 TOOL_CHOICES = True
 
 

@@ -43,10 +43,11 @@ class Tool:
             every optional argument they are shown (``read_file(path, length=1)``). The tool's
             documentation still shows them all.
         choices: the values a constrained step offers for some of the tool's text arguments, as a
-            function of the conversation so far (the task and the results): ``{"path": [...]}``
-            becomes that argument's ``enum`` in the step's schema, so that a small model picks a
-            file that exists rather than making one up. The call is still checked against
-            ``parameters`` alone. An argument left out of the mapping, or given no values, stays open.
+            function of the user's words so far (the caller's instructions, the user turns; not
+            the results, which quote back what the model made up): ``{"sheet": [...]}`` becomes
+            that argument's ``enum`` in the step's schema, less any value ``parameters`` would
+            refuse. The call is still checked against ``parameters`` alone. An argument left out
+            of the mapping, or left no values, stays open.
     """
 
     name: str

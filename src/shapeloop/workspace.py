@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import difflib
 import os
 import re
@@ -27,7 +26,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
-from shapeloop.grounding import written_paths
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, tool
 
@@ -36,9 +34,6 @@ _MAX_LISTED = 200
 # after a path that does not exist: files with a similar name, else the workspace's files
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
-# a workspace with more files and folders than this leaves the model's paths open (see workspace_tools)
-_MAX_CHOICES = 64
-_MAX_WRITTEN = 16  # paths the conversation writes that join them, at most
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
@@ -219,30 +214,6 @@ class Workspace:
         except ToolFailure:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
-
-    def readable(self, path: str) -> bool:
-        """Whether ``read_file`` would open ``path`` as it is written: a regular file with one link."""
-        try:
-            fd, _ = self._open(path, os.O_RDONLY)
-        except ToolFailure:
-            return False
-        try:
-            info = os.fstat(fd)
-            return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
-        finally:
-            os.close(fd)
-
-    def paths(self) -> tuple[builtins.list[str], builtins.list[str]] | None:
-        """The workspace's files and folders (without the trailing slash), as ``list_files`` shows
-        them; None where the listing is cut or cannot be made."""
-        try:
-            listed = self.list(".").splitlines()
-        except ToolFailure:
-            return None
-        if any(line.startswith("[listing cut") for line in listed):
-            return None
-        entries = [line for line in listed if not line.startswith(("[", "(empty"))]
-        return [e for e in entries if not e.endswith("/")], [e[:-1] for e in entries if e.endswith("/")]
 
     def _is_file(self, path: str) -> bool:
         try:
@@ -460,19 +431,7 @@ def workspace_tools(
         """
         return space.list(path, read_length=max_read_chars)
 
-    def files(said: str) -> dict[str, list[str]]:
-        found = _choices(space, said)
-        return {} if found is None else {"path": [*found[0], *found[2]]}
-
-    def listable(said: str) -> dict[str, list[str]]:
-        found = _choices(space, said)
-        return {} if found is None else {"path": [".", *found[1], *found[0], *found[2]]}
-
-    # A small workspace's paths are the constrained step's choices, with the paths the user's words
-    # write (a file that is not there can still be asked for, and the model told so):
-    # qwen2.5-coder-0.5b read "server/server_port.txt" and "maintainers", which are not there, until
-    # its steps ran out.
-    tools = [dataclasses.replace(read_file, choices=files), dataclasses.replace(list_files, choices=listable)]
+    tools = [read_file, list_files]
     if write:
 
         @tool(needs_approval=True)
@@ -487,19 +446,3 @@ def workspace_tools(
 
         tools.append(append_note)
     return tools
-
-
-# A name starting with a dot (".gitignore", "config/.env"): the listing leaves such files out.
-_DOT_NAME = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*\.[A-Za-z_][\w.-]*")
-
-
-def _choices(space: Workspace, said: str) -> tuple[list[str], list[str], list[str]] | None:
-    """The workspace's readable files, its folders, and the paths ``said`` writes that are not among
-    them; None where the paths are left open: more than :data:`_MAX_CHOICES` files and folders, a
-    listing cut short, or a hidden file named (the listing would not offer it)."""
-    found = space.paths()
-    if found is None or len(found[0]) + len(found[1]) > _MAX_CHOICES or _DOT_NAME.search(said):
-        return None
-    files = [path for path in found[0] if space.readable(path)]
-    written = [path for path in written_paths(said) if path not in files][:_MAX_WRITTEN]
-    return files, found[1], written
