@@ -423,9 +423,9 @@ class _Run:
         schema = None
         if self.mode is Mode.CONSTRAINED:
             given = self._given()
-            # an answer-only step offers no arguments to hold to the written values
+            # an answer-only step offers no arguments to hold to the written values or the quoted ids
             checked = self._checked() if self.ground_values and not self.must_answer else None
-            asked = self._asked()
+            asked = None if self.must_answer else self._asked()
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
             elif self.only is not None:
