@@ -178,6 +178,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "no-repeat-hold": lambda: _patched(loop, REPEAT_HOLD=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
+    "no-results-talk": lambda: _patched(checks, RESULTS_TALK_CHECK=False),
     "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),
     "no-restate-task": lambda: _patched(prompts, RESTATE_TASK=False),
     "holds-wording": lambda: _patched(prompts, _NEXT=prompts._NEXT_RESTATED),

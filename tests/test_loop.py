@@ -850,7 +850,7 @@ def test_an_answer_without_yes_or_no_to_a_task_that_asks_for_one_is_questioned_o
 
 def test_an_answer_without_a_number_to_a_task_that_asks_how_many_is_questioned_once_then_answers() -> None:
     task = "How many colours does the table hold?"
-    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("The result does not answer the task."),
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("The colour red."),
                            answer_step("It holds 1 colour.")])  # fmt: skip
     run = run_agent(brain, [lookup], task)
     assert run.answer == "It holds 1 colour." and run.steps == 3
@@ -871,6 +871,42 @@ def test_an_answer_without_a_number_to_a_task_that_asks_how_many_is_questioned_o
         assert run_agent(ScriptedBrain([answer_step(answer), answer_step("2")]), [lookup], task).steps == 2, answer
     yes_no = "Is there a limit on how many colours it holds? Answer yes or no."
     assert run_agent(ScriptedBrain([answer_step("Yes.")]), [lookup], yes_no).steps == 1
+
+
+def test_an_answer_that_speaks_of_the_results_and_says_nothing_of_them_is_questioned_once_then_answers() -> None:
+    task = "Which colour does the table hold?"
+    talk = "The result does not give the colour the table holds."
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(talk), answer_step("Red.")])
+    run = run_agent(brain, [lookup], task)
+    assert run.answer == "Red." and run.steps == 3
+    objection = "the answer speaks of the results and says nothing the task did not"
+    assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == [objection]
+    assert "the words and numbers the results give" in brain.asked[2].messages[-1]["content"]
+    assert _actions(brain.asked[2].schema) == ["answer"]
+    # once a run: the same talk again stands
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(talk), answer_step(talk)])
+    assert run_agent(brain, [lookup], task).answer == talk
+    # an answer forced after a repeated call is asked too
+    same = "The result is the same as the previous call."
+    brain = ScriptedBrain([tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
+                           answer_step(same), answer_step("Red.")])  # fmt: skip
+    run = run_agent(brain, [lookup], task)
+    assert run.answer == "Red." and [e.objection for e in run.events if isinstance(e, AnswerRejected)] == [objection]
+    # it stands at once: with a word or a number the task does not hold, when it declines, with no
+    # talk of results, and before any result
+    for answer in ("The result says the colour is red.", "The result lists 2 colours.",
+                   "I cannot tell from the result.", "The table does not give the colour."):  # fmt: skip
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(answer)])
+        assert run_agent(brain, [lookup], task).steps == 2, answer
+    assert run_agent(ScriptedBrain([answer_step(talk)]), [lookup], task).steps == 1
+    import shapeloop.checks as checks_module
+
+    saved, checks_module.RESULTS_TALK_CHECK = checks_module.RESULTS_TALK_CHECK, False
+    try:
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(talk)])
+        assert run_agent(brain, [lookup], task).answer == talk
+    finally:
+        checks_module.RESULTS_TALK_CHECK = saved
 
 
 def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_its_own_schema() -> None:
@@ -1070,7 +1106,7 @@ def test_a_call_made_again_for_the_same_result_leads_to_the_tool_that_takes_its_
 
 def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_wants() -> None:
     script = [tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
-              answer_step("The result does not answer the task."), answer_step("1 colour.")]  # fmt: skip
+              answer_step("Red."), answer_step("1 colour.")]  # fmt: skip
     brain = ScriptedBrain(script)
     run = run_agent(brain, [lookup], "How many colours does the table hold?")
     assert run.answer == "1 colour." and run.steps == 4

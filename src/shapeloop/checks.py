@@ -9,7 +9,9 @@ An answer is questioned when, by what the conversation holds, the task is not do
   ``get_leave_balance(employee_id)``), or points to one file ("The answer you want is in
   data/secret.txt");
 - :func:`not_yes_or_no`: the task asks for a yes or a no, and the answer holds neither;
-- :func:`not_a_number`: the task asks how many, and the answer holds no number.
+- :func:`not_a_number`: the task asks how many, and the answer holds no number;
+- :func:`about_results`: the answer speaks of the results ("The result does not give the
+  maintainer's name.") and says nothing that the task did not.
 
 A question says what the next constrained step may do (:class:`Question`). The module's switches
 turn each off, for the benchmark's variants.
@@ -42,6 +44,8 @@ PROVIDERS = True
 CHAIN_ON_REPEAT = True
 # Question an answer with no number to a task that asks how many (see not_a_number).
 COUNT_CHECK = True
+# Question an answer that speaks of the results and says nothing the task did not (see about_results).
+RESULTS_TALK_CHECK = True
 
 
 # Words of a tool's name that say it changes something: a question never makes the next step call it.
@@ -245,6 +249,48 @@ def not_a_number(task: str, answer: str, *, answered_from_results: bool) -> Ques
         objection="the task asks how many",
         feedback=prompts.how_many_feedback(),
         must_answer=answered_from_results,
+    )
+
+
+# An answer that speaks of what the loop showed the model: "the result", "the previous call", "this
+# output", "the tool's response".
+_ABOUT_RESULTS = re.compile(
+    r"\b(?:the|this|that|these|those|each|every|my|its|your)\s+(?:[\w'’]+\s+)?(?:results?|outputs?|calls?|responses?)\b",
+    re.IGNORECASE,
+)
+# Words that say nothing of what a result holds: function words, and the words of talk about results
+# and tasks ("The result does not give the maintainer's name.").
+_SAYS_NOTHING = result_words(
+    "a an the is are was were be been being am it its this that these those there here of in on at to for "
+    "from with by as and or but so if not no nor do does did done has have had having me my we our you "
+    "your they them their he she his her same each every any all some what which who whom whose how why "
+    "when where than then yet still also only just again already before after previous last first next "
+    "earlier above below time result output call response reply tool answer task question request give "
+    "gave given say said show shown contain hold return match find found provide tell mention name number "
+    "value text information info data detail file folder path line content correct right wrong empty "
+    "nothing anything something about can could would should will may might need use used get got make "
+    "made see seen read look isn doesn don didn aren wasn won cannot"
+)
+
+
+def about_results(task: str, answer: str) -> Question | None:
+    """Question an answer that speaks of the results ("the result", "the previous call") and says
+    nothing that ``task`` (the user's words) did not: no word beyond the task's and those of talk
+    about results, no number the task does not write. qwen2.5-coder-1.5b read readme.md, then
+    answered "What version is given in readme.md?" with "The result is not the version number in the
+    readme.md file." and "Who is the maintainer named in readme.md?" with "The result does not give
+    the maintainer's name."; the user never sees the results, and "Version 3.2.1" was in view. The
+    next step answers. Not an answer that declines ("I cannot tell from the result")."""
+    if not RESULTS_TALK_CHECK or not _ABOUT_RESULTS.search(answer) or declines(answer):
+        return None
+    words = {word for word in result_words(answer) if len(word) > 1} - result_words(task) - _SAYS_NOTHING
+    numbers = set(re.findall(r"\d+", answer)) - set(re.findall(r"\d+", task))
+    if words or numbers:
+        return None
+    return Question(
+        objection="the answer speaks of the results and says nothing the task did not",
+        feedback=prompts.about_results_feedback(),
+        must_answer=True,
     )
 
 

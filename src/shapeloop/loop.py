@@ -269,6 +269,7 @@ class _Run:
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
     form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
+    talk_asked: bool = False  # an answer was questioned for speaking of the results, saying nothing of them
     only: frozenset[str] | None = None
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
@@ -716,10 +717,10 @@ class _Run:
     def _questioned(self, shown: str) -> bool:
         """Put the first question :mod:`shapeloop.checks` has for this answer to the model, each
         once a run; none without the steps left to act on it (a call and an answer after a question
-        that makes the next step call). An answer the step had to give is asked only whether it has
-        the yes, the no or the number the task asks for: qwen2.5-coder-1.5b, made to answer after
-        reading animals.txt twice, said "The result does not answer the task." to "How many animals
-        are listed?"."""
+        that makes the next step call). An answer the step had to give is asked only whether it says
+        more than talk of the results, and whether it has the yes, the no or the number the task
+        asks for: qwen2.5-coder-1.5b, made to answer after reading animals.txt twice, said "The result
+        does not answer the task." to "How many animals are listed?"."""
         if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
         tools = list(self.toolbox.tools.values())
@@ -733,6 +734,9 @@ class _Run:
             question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
             if question is not None:
                 self.chain_asked |= question.named
+        if question is None and self.results and not self.talk_asked and self.typed is None:
+            question = checks.about_results(self._asked(), shown)
+            self.talk_asked = question is not None
         if question is None and not self.form_asked and self.typed is None:
             answered = self.results > 0
             question = checks.not_yes_or_no(self.task, shown, answered_from_results=answered)

@@ -412,6 +412,12 @@ def how_many_feedback() -> str:
     return "The task asks how many. Give your answer again, with the number the results give."
 
 
+def about_results_feedback() -> str:
+    """After an answer that speaks of the results and says nothing of what they hold. Imperatives
+    only."""
+    return "Give your answer again: answer the task itself, with the words and numbers the results give."
+
+
 def yes_or_no_feedback() -> str:
     """After an answer with neither yes nor no, to a task that asks for one. Imperatives only."""
     return "The task asks for yes or no. Give your answer again, starting with Yes or No."
