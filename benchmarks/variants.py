@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from shapeloop import checks, loop, offer, prompts, step, toolbox, workspace
+from shapeloop import checks, loop, offer, prompts, step, toolbox, values, workspace
 
 
 @contextlib.contextmanager
@@ -167,6 +167,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
     "no-chain-check": lambda: _patched(checks, CHAIN_CHECK=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
+    "no-name-check": lambda: _patched(values, NAMES=False),
     "no-named-required": lambda: _patched(offer, NAMED_REQUIRED=False),
     "chain-check-open": lambda: _patched(checks, CHAIN_STEP="open"),
     "chain-check-choose": lambda: _patched(checks, CHAIN_STEP="choose"),

@@ -128,7 +128,7 @@ def test_refused_connection_says_to_start_ollama() -> None:
 
 
 def test_native_tools_and_a_model_without_them(server: FakeOllama) -> None:
-    run = run_agent(OllamaBrain("m", host=server.url), [lookup], "Colour?", mode="native", max_steps=2)
+    run = run_agent(OllamaBrain("m", host=server.url), [lookup], "Colour in Oslo?", mode="native", max_steps=2)
     assert server.requests[0]["tools"][0]["function"]["name"] == "lookup"
     assert run.events[3].kind == "tool_call"
     with pytest.raises(SchemaRefused, match="does not support native tools"):

@@ -135,6 +135,70 @@ def test_only_required_arguments_numbers_and_dates_are_questioned() -> None:
     assert made_up_values(schema, args, "Book a table in Rome.") == [("stay.check_in", "2023-09-15"), ("stay.rooms", 3)]
 
 
+NAMED = {
+    "properties": {
+        "team": {"type": "string"},
+        "symbol": {"type": "string"},
+        "query": {"type": "string"},
+        "file_path": {"type": "string"},
+        "league": {"enum": ["Premier League", "La Liga"]},
+        "note": {"type": "string"},
+    },
+    "required": ["team", "symbol", "query", "file_path", "league"],
+}
+
+
+@pytest.mark.parametrize(
+    ("seen", "team", "made_up"),
+    [
+        ("Who won the 2018 FIFA World Cup?", "FC Barcelona", True),  # a name nothing writes
+        ("Who won the 2018 FIFA World Cup?", "France", True),
+        ("How is barcelona doing?", "FC Barcelona", False),  # one of its words is written, in any case
+        ("Standings for the Tigers?", "Tiger", False),  # without plural s
+        ("Where does Tomás Ortega play?", "Tomas Ortega", False),  # without accents
+        ("Who won the 2018 FIFA World Cup?", "GB", False),  # a code: rewritten too freely to check
+        ("Who won the 2018 FIFA World Cup?", "france", False),  # no capital: not taken for a name
+        ("Who won the 2018 FIFA World Cup?", "The Team That Won It All", False),  # five words: a sentence
+        ("Who won?", "Li", False),  # no word of three letters
+    ],
+)
+def test_a_name_must_be_written(seen: str, team: str, made_up: bool) -> None:
+    args = {"team": team, "symbol": "NVDA", "query": "q", "file_path": "p", "league": "La Liga"}
+    assert (made_up_values(NAMED, args, seen) == [("team", team)]) is made_up
+
+
+def test_only_a_required_names_argument_is_questioned_not_a_path_an_enum_or_an_expression() -> None:
+    args = {"team": "Arsenal", "symbol": "Nvidia Corp", "query": "Players (all)", "file_path": "Reports/Q3.pdf",
+            "league": "La Liga", "note": "Made Up Note"}  # fmt: skip
+    # the path, the enum, the query with brackets and the optional note pass; the symbol does not
+    assert made_up_values(NAMED, args, "Arsenal's next match?") == [("symbol", "Nvidia Corp")]
+    # a name from an earlier result is given
+    assert made_up_values(NAMED, args, "Arsenal's next match?\nResult: Nvidia, 131.38 USD") == []
+    import shapeloop.values as values_module
+
+    saved, values_module.NAMES = values_module.NAMES, False
+    try:
+        assert made_up_values(NAMED, args, "Arsenal's next match?") == []
+    finally:
+        values_module.NAMES = saved
+
+
+def test_a_call_with_a_made_up_name_is_refused_and_the_model_may_answer() -> None:
+    @tool
+    def get_team_standing(team: str) -> str:
+        """A football team's place in its league table."""
+        ran.append(team)
+        return "1st"
+
+    ran.clear()
+    brain = ScriptedBrain([tool_step("get_team_standing", team="FC Barcelona"), answer_step("France won it.")])
+    run = run_agent(brain, [get_team_standing], "Who won the 2018 FIFA World Cup?")
+    assert run.answer == "France won it." and ran == []
+    assert [e.objection for e in run.events if isinstance(e, CallRefused)] == [
+        'written nowhere in the task or the results: team "FC Barcelona"'
+    ]
+
+
 def test_an_enum_or_default_behind_a_ref_or_an_any_of_is_not_questioned() -> None:
     schema = {
         "$defs": {

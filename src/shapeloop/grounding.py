@@ -188,17 +188,28 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
         schema = properties.get(name)
         if not isinstance(schema, Mapping) or schema.get("type", "string") != "string" or "enum" in schema:
             continue
-        words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower())
-        for _, named, formats, written in _INPUT_KINDS:
-            # the name's last word says what it takes: "customer_email", "file_path"; not "email_body"
-            if (words and words[-1] in named) or schema.get("format") in formats:
-                values = list(
-                    dict.fromkeys(_written(m) for m in written.finditer(text) if not _abbreviation(_written(m)))
-                )
-                if values and (len(values) == 1 or not alone):
-                    found.append((str(name), values[0]))
-                break
+        written = _input_pattern(str(name), schema)
+        if written is not None:
+            values = list(dict.fromkeys(_written(m) for m in written.finditer(text) if not _abbreviation(_written(m))))
+            if values and (len(values) == 1 or not alone):
+                found.append((str(name), values[0]))
     return found
+
+
+def _input_pattern(name: str, schema: Mapping[str, Any]) -> re.Pattern[str] | None:
+    """How a text writes what a parameter takes, where it takes a file path, a URL or an email
+    address: read off its name's last word ("customer_email", "file_path"; not "email_body") or its
+    ``format``."""
+    words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower())
+    for _, named, formats, written in _INPUT_KINDS:
+        if (words and words[-1] in named) or schema.get("format") in formats:
+            return written
+    return None
+
+
+def takes_input(name: str, schema: Mapping[str, Any]) -> bool:
+    """Whether a parameter takes a file path, a URL or an email address (see :func:`named_inputs`)."""
+    return _input_pattern(name, schema) is not None
 
 
 _DECLINING = re.compile(

@@ -9,9 +9,12 @@ nowhere: it comes from the task, the caller's instructions or an earlier result,
 model was given it or in another common form ("March 3rd 2024" for ``2024-03-03``, "2:30 pm" for
 ``14:30``, "4.5%" for ``0.045``, "three" for ``3``).
 
-Only numbers and ISO dates and times are questioned: other text is rewritten too freely to check
-("the UK" is ``"GB"``, "Nvidia" is ``"NVDA"``). Only required arguments (and what is nested in them),
-never an enum or const value, the parameter's default, or an id (ids have their own check,
+Numbers, ISO dates and times are questioned, and names (:func:`_is_name`): "Who won the 2018 FIFA World
+Cup?" became ``get_team_standing(team="FC Barcelona")``, "the weather at postcode 9008" became
+``get_weather(city="Oslo")``. A name is written where one of its words is ("Barcelona" for "FC
+Barcelona"). Other text is rewritten too freely to check: a code ("the UK" is ``"GB"``, "Nvidia" is
+``"NVDA"``), a sentence, a query, an expression, a path. Only required arguments (and what is nested
+in them), never an enum or const value, the parameter's default, or an id (ids have their own check,
 :mod:`shapeloop.ids`). 0 and 1 pass: no one writes the 1 of ``x**2``.
 """
 
@@ -22,11 +25,15 @@ import datetime
 import functools
 import math
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from shapeloop.grounding import is_text
+from shapeloop.grounding import is_text, result_words, takes_input
 from shapeloop.ids import is_id_name
+
+# Check names as well as numbers, dates and times (a switch for the benchmark's variants).
+NAMES = True
 
 _NUMBER = re.compile(
     r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(k|m|bn|thousand|million|billion)\b)?"
@@ -89,8 +96,8 @@ def _relative(text: str) -> bool:
 
 
 def made_up_values(parameters: Mapping[str, Any], args: Mapping[str, Any], seen: str) -> list[tuple[str, Any]]:
-    """The ``(path, value)`` of every number, date or time in a required argument that ``seen``
-    does not write, in any of the forms above.
+    """The ``(path, value)`` of every number, date, time or name in a required argument that
+    ``seen`` does not write, in any of the forms above.
 
     Args:
         parameters: the tool's JSON schema for its arguments.
@@ -150,6 +157,11 @@ def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[
             yield from _questioned(f"{path}[{index}]", items, item, defs)
     elif _is_number(value) or (isinstance(value, str) and _is_date_or_time(value.strip())):
         yield path, value
+    elif (
+        isinstance(value, str) and NAMES and _is_name(value.strip())
+        and not takes_input(path.rsplit(".", 1)[-1].split("[", 1)[0], schema)
+    ):  # fmt: skip
+        yield path, value
 
 
 def _is_number(value: Any) -> bool:
@@ -158,6 +170,26 @@ def _is_number(value: Any) -> bool:
 
 def _is_date_or_time(text: str) -> bool:
     return bool(_ISO_VALUE.fullmatch(text) or _TIME_VALUE.fullmatch(text))
+
+
+def _is_name(text: str) -> bool:
+    """A name: one to four words, the first a capital letter, with a word of three letters or more
+    and a small letter ("FC Barcelona", "Oslo"; not "GB", "NVDA" or "H2O", a code; not "sales", nor
+    a sentence, a path or an expression)."""
+    words = text.split()
+    return (
+        1 <= len(words) <= 4
+        and text[:1].isupper()
+        and any(c.islower() for c in text)
+        and re.search(r"[/\\@:=()<>{}\[\]*+^|;]", text) is None
+        and bool(_name_words(text))
+    )
+
+
+def _name_words(text: str) -> frozenset[str]:
+    """A text's words of three letters or more, case-folded, without accents or plural s."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return frozenset(word for word in result_words(plain) if len(word) >= 3)
 
 
 def _key(number: float) -> float:
@@ -179,6 +211,7 @@ class _Written:
         self.dates = set(_dates(text))
         self.relative = _relative(text)
         self.times = set(_times(text))
+        self.words = _name_words(text)
 
     def holds(self, value: Any) -> bool:
         if isinstance(value, str):
@@ -197,7 +230,9 @@ class _Written:
                 return False
             return iso.group(4) is None or (int(iso.group(4)), int(iso.group(5))) in self.times
         clock = _TIME_VALUE.fullmatch(value)
-        return clock is not None and (int(clock.group(1)), int(clock.group(2))) in self.times
+        if clock is not None:
+            return (int(clock.group(1)), int(clock.group(2))) in self.times
+        return not _name_words(value).isdisjoint(self.words)  # a name: one of its words is written
 
     def _holds_date(self, year: int, month: int, day: int) -> bool:
         if {(year, month, day), (None, month, day)} & self.dates:
