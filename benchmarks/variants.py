@@ -178,6 +178,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "no-repeat-hold": lambda: _patched(loop, REPEAT_HOLD=False),
+    "no-answer-lead": lambda: _patched(loop, ANSWER_LEAD=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),
     "no-results-talk": lambda: _patched(checks, RESULTS_TALK_CHECK=False),
     "task-after-result-holds": lambda: _patched(prompts, RESTATE_TASK=True),

@@ -552,6 +552,27 @@ def test_both_grammar_engines_take_a_widened_id_pattern(engine: str) -> None:
         assert llguidance.LLMatcher.validate_grammar(grammar) == ""
 
 
+@pytest.mark.parametrize("engine", ["llama.cpp", "llguidance"])
+def test_both_grammar_engines_take_a_led_reason(engine: str) -> None:
+    from shapeloop.step import led, step_schema
+
+    for bound in (None, 40):
+        schema = led(step_schema([], max_reason_chars=bound), "The result says")
+        if engine == "llama.cpp":
+            grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python is not installed")
+            rules = grammar.json_schema_to_gbnf(json.dumps(schema))
+            reason = next(line for line in rules.splitlines() if line.startswith("reason ::="))
+            assert reason.startswith('reason ::= "\\"" "The result say" "s" ')
+            assert '[^\\x00-\\x1f"\\\\]' in rules  # no quote, backslash or control character
+            assert (reason.count("reason-1") == 25) is (bound is not None)  # 40 less the lead's 15
+        else:
+            llguidance = pytest.importorskip("llguidance", reason="llguidance is not installed")
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(schema)
+            assert llguidance.LLMatcher.validate_grammar(grammar) == ""
+    with pytest.raises(ValueError, match="words and spaces"):
+        led(step_schema([]), "The (result)")
+
+
 @given(st.text(alphabet=st.sampled_from(list("ab \"'`“”„«»‘’\\\n.é")), max_size=300))
 def test_quoted_phrases_are_written_in_the_text_and_fit_an_id(text: str) -> None:
     from shapeloop.ids import quoted

@@ -909,6 +909,34 @@ def test_an_answer_that_speaks_of_the_results_and_says_nothing_of_them_is_questi
         checks_module.RESULTS_TALK_CHECK = saved
 
 
+def test_an_answer_the_step_has_to_give_after_a_good_result_has_its_reason_led_by_what_the_result_says() -> None:
+    lead = '^The result says[^\\x00-\\x1f"\\\\]*$'
+    script = [tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
+              answer_step("Red.", reason="The result says red")]  # fmt: skip
+    brain = ScriptedBrain(script)
+    assert run_agent(brain, [lookup], "Which colour?").answer == "Red."
+    reasons = [_reason_patterns(asked.schema) for asked in brain.asked]
+    assert reasons == [set(), set(), {lead}]  # only the step that has to answer
+    # after a failed call made again, the step answers without a lead
+    brain = ScriptedBrain([tool_step("strict_lookup", key="size"), tool_step("strict_lookup", key="size"),
+                           answer_step("There is no size.")])  # fmt: skip
+    run_agent(brain, [strict_lookup], "Which size?")
+    assert _actions(brain.asked[2].schema) == ["answer"] and _reason_patterns(brain.asked[2].schema) == set()
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.ANSWER_LEAD = loop_module.ANSWER_LEAD, False
+    try:
+        brain = ScriptedBrain(script)
+        run_agent(brain, [lookup], "Which colour?")
+        assert _reason_patterns(brain.asked[2].schema) == set()
+    finally:
+        loop_module.ANSWER_LEAD = saved
+
+
+def _reason_patterns(schema: Any) -> set[str]:
+    return {v["properties"]["reason"].get("pattern") for v in schema.get("anyOf", [schema])} - {None}
+
+
 def test_the_constrained_step_holds_a_documented_date_layout_and_the_tool_keeps_its_own_schema() -> None:
     @tool
     def day_of_week(date: str) -> str:

@@ -47,7 +47,7 @@ from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
 from shapeloop.offer import Offer
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.run import AgentRun, Mode, OutputT, StopReason, Transcript
-from shapeloop.step import Batch, Step
+from shapeloop.step import Batch, Step, led
 from shapeloop.text import escape_surrogates
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import Tool, ToolCall
@@ -62,6 +62,9 @@ VALUE_CHECK = True
 WITHDRAW_EXAMPLE = True
 # Keep a repeated call's tool out one step past the call it was offered to chain to (``repeat_held``).
 REPEAT_HOLD = True
+# An answer the step has to give after a good result has its reason begin "The result says"
+# (prompts.ANSWER_LEAD): the model goes on with what the result says.
+ANSWER_LEAD = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -429,6 +432,8 @@ class _Run:
             asked = None if self.must_answer else self._asked()
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
+                if ANSWER_LEAD and self.last_result is not None and self.last_result.status is ToolStatus.OK:
+                    schema = led(schema, prompts.ANSWER_LEAD)
             elif self.only is not None:
                 excluded = frozenset(self.toolbox.tools) - self.only
                 schema = self.offer.schema(excluded, not self.must_call, given, checked, asked)

@@ -412,6 +412,12 @@ def how_many_feedback() -> str:
     return "The task asks how many. Give your answer again, with the number the results give."
 
 
+# How the reason of an answer the step has to give after a good result begins: qwen2.5-coder-0.5b
+# and -1.5b, made to answer with the text of notes/todo.txt or readme.md in view, began "The result
+# does not answer the task" and answered with an error they made up, or with that sentence.
+ANSWER_LEAD = "The result says"
+
+
 def about_results_feedback() -> str:
     """After an answer that speaks of the results and says nothing of what they hold. Imperatives
     only."""

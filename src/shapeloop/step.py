@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -191,6 +192,33 @@ def _arguments(tool: Tool, *, into: dict[str, Any]) -> dict[str, Any]:
     if args["type"] == "object" and "additionalProperties" not in args:
         args["additionalProperties"] = False
     return args
+
+
+# What a led reason may go on with: any character JSON writes without an escape but a quote, a
+# backslash or a control character (as both grammar engines read a class)
+_REASON_TEXT = '[^\\x00-\\x1f"\\\\]'
+
+
+def led(schema: Mapping[str, Any], lead: str) -> dict[str, Any]:
+    """``schema`` with every variant's ``reason`` held to begin with ``lead`` (words and spaces), its
+    length bound kept: the model goes on from the lead. See the loop's forced answer."""
+    if re.fullmatch(r"[A-Za-z ]+", lead) is None:
+        raise ValueError(f"a reason's lead is words and spaces, not {lead!r}")
+
+    def held(reason: Mapping[str, Any]) -> dict[str, Any]:
+        most = reason.get("maxLength")
+        repeat = "*" if not isinstance(most, int) else f"{{0,{max(most - len(lead), 0)}}}"
+        return {"type": "string", "pattern": f"^{lead}{_REASON_TEXT}{repeat}$"}
+
+    def variant(one: Mapping[str, Any]) -> dict[str, Any]:
+        properties = one.get("properties")
+        if not isinstance(properties, Mapping) or not isinstance(properties.get("reason"), Mapping):
+            return dict(one)
+        return {**one, "properties": {**properties, "reason": held(properties["reason"])}}
+
+    if isinstance(schema.get("anyOf"), list):
+        return {**schema, "anyOf": [variant(v) if isinstance(v, Mapping) else v for v in schema["anyOf"]]}
+    return variant(schema)
 
 
 def _reason(max_chars: int | None) -> dict[str, Any]:
