@@ -87,6 +87,17 @@ def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
         in (feedback)
     )
     assert 'action "calls"' in brain.asked[0].messages[0]["content"]
+    assert feedback.endswith("\nThe task: Three things: the size, 2 plus 3, the colour.")
+
+
+def test_the_task_follows_a_batch_with_a_good_result_only() -> None:
+    failed = calls(("nope", {}), ("add", {"a": "x", "b": 1}))
+    brain = ScriptedBrain([failed, answer_step("I cannot.")])
+    run_agent(brain, [lookup, add], "Add two and three.", batch=True)
+    assert "The task:" not in brain.asked[1].messages[-1]["content"]
+    brain = ScriptedBrain([calls(("nope", {}), ("add", {"a": 2, "b": 3})), answer_step("5")])
+    run_agent(brain, [lookup, add], "Add two and three.", batch=True)
+    assert brain.asked[1].messages[-1]["content"].endswith("\nThe task: Add two and three.")
 
 
 def _rendezvous() -> tuple[Tool, Tool, list[str]]:

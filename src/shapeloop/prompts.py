@@ -251,14 +251,16 @@ def tool_feedback(
 def batch_feedback(
     results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str], task: str = ""
 ) -> str:
-    """The user turn that carries the results of a batch back, in the order of the calls, with the task."""
+    """The user turn that carries the results of a batch back, in the order of the calls, with the
+    task where one of them is good (as after one call: see :func:`tool_feedback`)."""
     parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
     for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
         part = f"[{number}] {result.call}:\n{result.text}"
         if status == "repeat":
             part += f"\n(Note: you made this same call {record.times} times and got this same result each time.)"
         parts.append(part)
-    parts.append(_NEXT_BATCH + (f"\nThe task: {_clip(task, 600)}" if task else ""))
+    good = any(result.status is ToolStatus.OK for result in results)
+    parts.append(_NEXT_BATCH + (f"\nThe task: {_clip(task, 600)}" if task and good else ""))
     return "\n\n".join(parts)
 
 
