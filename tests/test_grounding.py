@@ -573,6 +573,25 @@ def test_both_grammar_engines_take_a_led_reason(engine: str) -> None:
         led(step_schema([]), "The (result)")
 
 
+def test_a_led_reason_keeps_the_backends_length_bound_in_its_pattern() -> None:
+    from shapeloop.backends.llamacpp import bound_reason
+    from shapeloop.step import led, step_schema
+
+    text = '[^\\x00-\\x1f"\\\\]'
+    reason = bound_reason(led(step_schema([]), "The result says"), 240)["properties"]["reason"]
+    assert reason == {"type": "string", "pattern": f"^The result says{text}{{0,225}}$", "maxLength": 240}
+    # a bound shorter than the lead drops the lead, from the step's bound or the backend's
+    assert led(step_schema([], max_reason_chars=5), "The result says")["properties"]["reason"] == {
+        "type": "string", "maxLength": 5
+    }  # fmt: skip
+    assert bound_reason(led(step_schema([]), "The result says"), 5)["properties"]["reason"] == {
+        "type": "string", "maxLength": 5
+    }  # fmt: skip
+    # a reason that is not led keeps its own pattern
+    plain = {"type": "string", "pattern": "^a+$"}
+    assert bound_reason({"properties": {"reason": plain}}, 9)["properties"]["reason"] == {**plain, "maxLength": 9}
+
+
 @given(st.text(alphabet=st.sampled_from(list("ab \"'`“”„«»‘’\\\n.é")), max_size=300))
 def test_quoted_phrases_are_written_in_the_text_and_fit_an_id(text: str) -> None:
     from shapeloop.ids import quoted

@@ -894,10 +894,15 @@ def test_an_answer_that_speaks_of_the_results_and_says_nothing_of_them_is_questi
     assert run.answer == "Red." and [e.objection for e in run.events if isinstance(e, AnswerRejected)] == [objection]
     # it stands at once: with a word or a number the task does not hold, when it declines, with no
     # talk of results, and before any result
-    for answer in ("The result says the colour is red.", "The result lists 2 colours.",
-                   "I cannot tell from the result.", "The table does not give the colour."):  # fmt: skip
+    for answer in ("The result says the colour is red.", "The result lists 2 colours.", "The output is empty.",
+                   "I cannot tell from the result.", "I could not find it in the result.",
+                   "The table does not give the colour."):  # fmt: skip
         brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step(answer)])
         assert run_agent(brain, [lookup], task).steps == 2, answer
+    # nor to a question that a yes or a no answers, whose answer may be all its words
+    for closed in ("Was the colour in the result red?", "Look it up. Is the table's result red?"):
+        brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("The result was red.")])
+        assert run_agent(brain, [lookup], closed).steps == 2, closed
     assert run_agent(ScriptedBrain([answer_step(talk)]), [lookup], task).steps == 1
     import shapeloop.checks as checks_module
 
@@ -1140,6 +1145,23 @@ def test_an_answer_the_step_had_to_give_is_still_asked_for_the_number_the_task_w
     assert run.answer == "1 colour." and run.steps == 4
     assert _actions(brain.asked[2].schema) == _actions(brain.asked[3].schema) == ["answer"]
     assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == ["the task asks how many"]
+
+
+def test_a_name_the_tools_choices_offered_is_no_name_made_up() -> None:
+    @tool
+    def find_customer(customer: str) -> str:
+        """Find a customer's account."""
+        return f"{customer}: account 7"
+
+    task = "Look up our biggest customer."
+    step = [tool_step("find_customer", customer="Acme Corp"), answer_step("Account 7.")]
+    run = run_agent(ScriptedBrain(step), [find_customer], task)
+    assert [e.objection for e in run.events if isinstance(e, CallRefused)] == [
+        'written nowhere in the task or the results: customer "Acme Corp"'
+    ]
+    offered = dataclasses.replace(find_customer, choices=lambda said: {"customer": ["Acme Corp", "Bolt AS"]})
+    run = run_agent(ScriptedBrain(step), [offered], task)
+    assert run.answer == "Account 7." and not [e for e in run.events if isinstance(e, CallRefused)]
 
 
 def _arguments(schema: Any, name: str) -> dict[str, Any]:

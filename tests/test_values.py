@@ -1,4 +1,4 @@
-"""A call whose number, date or time nothing the model was given writes is refused before it runs;
+"""A call whose number, date, time or name nothing the model was given writes is refused before it runs;
 an optional argument whose enum value the task names is required."""
 
 from typing import Any, Literal
@@ -138,13 +138,14 @@ def test_only_required_arguments_numbers_and_dates_are_questioned() -> None:
 NAMED = {
     "properties": {
         "team": {"type": "string"},
-        "symbol": {"type": "string"},
+        "company": {"type": "string"},
         "query": {"type": "string"},
         "file_path": {"type": "string"},
         "league": {"enum": ["Premier League", "La Liga"]},
+        "unit": {"type": "string"},
         "note": {"type": "string"},
     },
-    "required": ["team", "symbol", "query", "file_path", "league"],
+    "required": ["team", "company", "query", "file_path", "league", "unit"],
 }
 
 
@@ -159,19 +160,27 @@ NAMED = {
         ("Who won the 2018 FIFA World Cup?", "GB", False),  # a code: rewritten too freely to check
         ("Who won the 2018 FIFA World Cup?", "france", False),  # no capital: not taken for a name
         ("Who won the 2018 FIFA World Cup?", "The Team That Won It All", False),  # five words: a sentence
-        ("Who won?", "Li", False),  # no word of three letters
+        ("Who won?", "Li", True),  # a short name too
+        ("Who is Ng?", "Andrew Ng", False),
+        ("How did Man Utd do?", "Manchester United", False),  # a word it begins with
+        ("How are the spidermen?", "Spider-Men", False),  # its letters run together
+        ("Results for NYC?", "New York", False),  # its initials, with one more letter
+        ("Results for LA?", "Los Angeles", False),
+        ("The last results?", "Los Angeles", True),  # not initials inside a word
+        ("Weather in Tromso?", "Tromsø", False),  # letters NFKD leaves whole
+        ("東京の天気は？", "Tokyo", False),  # another script: not compared
     ],
 )
 def test_a_name_must_be_written(seen: str, team: str, made_up: bool) -> None:
-    args = {"team": team, "symbol": "NVDA", "query": "q", "file_path": "p", "league": "La Liga"}
+    args = {"team": team, "company": "NVDA", "query": "q", "file_path": "p", "league": "La Liga", "unit": "x"}
     assert (made_up_values(NAMED, args, seen) == [("team", team)]) is made_up
 
 
-def test_only_a_required_names_argument_is_questioned_not_a_path_an_enum_or_an_expression() -> None:
-    args = {"team": "Arsenal", "symbol": "Nvidia Corp", "query": "Players (all)", "file_path": "Reports/Q3.pdf",
-            "league": "La Liga", "note": "Made Up Note"}  # fmt: skip
-    # the path, the enum, the query with brackets and the optional note pass; the symbol does not
-    assert made_up_values(NAMED, args, "Arsenal's next match?") == [("symbol", "Nvidia Corp")]
+def test_only_a_required_argument_that_takes_a_name_is_questioned() -> None:
+    args = {"team": "Arsenal", "company": "Nvidia Corp", "query": "Top Players", "file_path": "Reports/Q3.pdf",
+            "league": "La Liga", "unit": "Celsius", "note": "Made Up Note"}  # fmt: skip
+    # a query, a path, an enum, a setting ("unit") and the optional note pass; the company does not
+    assert made_up_values(NAMED, args, "Arsenal's next match?") == [("company", "Nvidia Corp")]
     # a name from an earlier result is given
     assert made_up_values(NAMED, args, "Arsenal's next match?\nResult: Nvidia, 131.38 USD") == []
     import shapeloop.values as values_module

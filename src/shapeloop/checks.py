@@ -267,9 +267,8 @@ _SAYS_NOTHING = result_words(
     "when where than then yet still also only just again already before after previous last first next "
     "earlier above below time result output call response reply tool answer task question request give "
     "gave given say said show shown contain hold return match find found provide tell mention name number "
-    "value text information info data detail file folder path line content correct right wrong empty "
-    "nothing anything something about can could would should will may might need use used get got make "
-    "made see seen read look isn doesn don didn aren wasn won cannot"
+    "value text information info data detail file folder path line content about can could would should "
+    "will may might need use used get got make made see seen read look isn doesn don didn aren wasn won"
 )
 
 
@@ -280,8 +279,9 @@ def about_results(task: str, answer: str) -> Question | None:
     answered "What version is given in readme.md?" with "The result is not the version number in the
     readme.md file." and "Who is the maintainer named in readme.md?" with "The result does not give
     the maintainer's name."; the user never sees the results, and "Version 3.2.1" was in view. The
-    next step answers. Not an answer that declines ("I cannot tell from the result")."""
-    if not RESULTS_TALK_CHECK or not _ABOUT_RESULTS.search(answer) or declines(answer):
+    next step answers. Not an answer that declines ("I cannot tell from the result"), nor one to a
+    question that a yes or a no answers (:func:`_closed`)."""
+    if not RESULTS_TALK_CHECK or not _ABOUT_RESULTS.search(answer) or declines(answer) or _closed(task):
         return None
     words = {word for word in result_words(answer) if len(word) > 1} - result_words(task) - _SAYS_NOTHING
     numbers = set(re.findall(r"\d+", answer)) - set(re.findall(r"\d+", task))
@@ -292,6 +292,14 @@ def about_results(task: str, answer: str) -> Question | None:
         feedback=prompts.about_results_feedback(),
         must_answer=True,
     )
+
+
+def _closed(task: str) -> bool:
+    """Whether the task asks a question that a yes or a no answers, whose answer may be all the
+    task's words ("Was the test result positive?" - "The result was positive.")."""
+    aux = r"(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|must)(?:n'?t|n’t)?"
+    asked = re.search(rf"(?:^|[.!?]\s+){aux}\b[^.!?\n]*\?", task, re.IGNORECASE | re.MULTILINE)
+    return prompts.asks_yes_or_no(task) or asked is not None
 
 
 def providers(wanted: Iterable[str], tools: Iterable[Tool], excluded: frozenset[str]) -> list[str]:

@@ -213,7 +213,7 @@ def takes_input(name: str, schema: Mapping[str, Any]) -> bool:
 
 
 _DECLINING = re.compile(
-    r"\b(?:can ?not|can'?t|can’t|unable|not able|not possible|impossible|no (?:tool|way|access)|"
+    r"\b(?:can ?not|can'?t|can’t|could(?: not|n'?t|n’t)|unable|not able|not possible|impossible|no (?:tool|way|access)|"
     r"(?:do|does|did)(?: not|n'?t|n’t) have|(?:am|is|are)(?: not|n'?t|n’t) (?:allowed|permitted)|sorry)\b",
     re.IGNORECASE,
 )

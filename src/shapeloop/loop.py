@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shapeloop import checks, prompts
+from shapeloop import offer as offer_module
 from shapeloop.brain import (
     Brain,
     Capabilities,
@@ -55,15 +56,15 @@ from shapeloop.values import made_up_values
 
 # Module settings so that the benchmark's variants can change them (the questions put to an answer
 # have theirs in shapeloop.checks, the shaping of the step schema in shapeloop.offer).
-# Whether a call is refused before it runs when a number, date or time in its required arguments is
+# Whether a call is refused before it runs when a number, date, time or name in its required arguments is
 # written nowhere in the task or the results (``ground_values``; see shapeloop.values).
 VALUE_CHECK = True
 # Take the worked example out of the system prompt once an answer copies it (see _withdraw_example).
 WITHDRAW_EXAMPLE = True
 # Keep a repeated call's tool out one step past the call it was offered to chain to (``repeat_held``).
 REPEAT_HOLD = True
-# An answer the step has to give after a good result has its reason begin "The result says"
-# (prompts.ANSWER_LEAD): the model goes on with what the result says.
+# An answer the step has to give after one call's good result has its reason begin "The result says"
+# (prompts.ANSWER_LEAD): the model goes on with what the result says. Not after a batch.
 ANSWER_LEAD = True
 
 
@@ -170,9 +171,10 @@ def run_agent(
         ground_ids: refuse to run a call whose id argument (``id``, ``user_id``, ``trackId``, ...)
             holds a value that appears nowhere in the conversation: an id the model made up
             (:mod:`shapeloop.ids`). The model is told to find it first.
-        ground_values: refuse a call, before it runs, whose required arguments hold a number, date
-            or time written nowhere in the conversation, in any common form ("March 3rd 2024" for
-            ``2024-03-03``, "2:30 pm" for ``14:30``): a value the model made up, most often for a
+        ground_values: refuse a call, before it runs, whose required arguments hold a number, date,
+            time or name (of a city, a team, a person: ``city="Oslo"``) written nowhere in the
+            conversation, in any common form ("March 3rd 2024" for ``2024-03-03``, "2:30 pm" for
+            ``14:30``, "NYC" for ``"New York"``): a value the model made up, most often for a
             tool that does not fit the task (:mod:`shapeloop.values`). The step is refused
             (:class:`~shapeloop.events.CallRefused`, no :class:`~shapeloop.events.ToolCalled`), the
             model is told which arguments the task does not give, and the tool is kept out of the
@@ -283,7 +285,7 @@ class _Run:
     # kept out one step past that next call too (smollm2-135m and qwen2.5-coder-0.5b made the
     # repeated call a third time after the offered one, and were stopped as stuck)
     repeat_held: frozenset[str] = frozenset()
-    ground_values: bool = True  # refuse calls with made-up numbers, dates and times
+    ground_values: bool = True  # refuse calls with made-up numbers, dates, times and names
     quotable: list[str] = field(default_factory=list)  # the loop's findings an answer may repeat to the user
     answered_before: str = ""  # the earlier conversation's assistant turns: a value may come from them
     failed_tool: str | None = None  # the tool of the last call, while that call failed
@@ -528,7 +530,7 @@ class _Run:
         return question
 
     def _refused(self, calls: list[ToolCall], raw: str) -> bool:
-        """Refuse a step whose calls hold a number, date or time that nothing the model was given
+        """Refuse a step whose calls hold a number, date, time or name that nothing the model was given
         writes (``ground_values``): none of its calls runs, their tools are kept out of the next
         constrained step, and the model is told what the task does not give. Where other tools say
         they give it (:func:`~shapeloop.grounding.gives`: ``geocode``, "Latitude and longitude of a
@@ -541,7 +543,7 @@ class _Run:
             (call, values)
             for call in calls
             if (tool := self.toolbox.tools.get(call.tool)) is not None
-            and (values := made_up_values(tool.parameters, call.args, given))
+            and (values := made_up_values(tool.parameters, call.args, given + self._chosen(tool)))
         ]
         if not made_up:
             return False
@@ -560,6 +562,15 @@ class _Run:
             self.only = frozenset(providers)
             self.must_call = True
         return True
+
+    def _chosen(self, tool: Tool) -> str:
+        """The values the constrained step offered a tool's arguments (``Tool.choices``), which the
+        model was given as much as the task's words."""
+        if tool.choices is None or not offer_module.TOOL_CHOICES:
+            return ""
+        choices = tool.choices(self._asked())
+        values = choices.values() if isinstance(choices, Mapping) else ()
+        return "".join(f"\n{value}" for listed in values if not isinstance(listed, str) for value in listed)
 
     def _waiting(self, call: ToolCall) -> str | None:
         """The tool whose failed call this call's result may unblock: not this tool itself, and not
@@ -820,7 +831,7 @@ class _Run:
         return "\n".join([self.instructions, *self.asked])
 
     def _checked(self) -> str:
-        """What a call's numbers, dates and times are checked against: what the model was given
+        """What a call's numbers, dates, times and names are checked against: what the model was given
         (:meth:`_given`) and the earlier conversation's answers."""
         return self._given() + "\n" + self.answered_before
 

@@ -252,7 +252,8 @@ def batch_feedback(
     results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str], task: str = ""
 ) -> str:
     """The user turn that carries the results of a batch back, in the order of the calls, with the
-    task where one of them is good (as after one call: see :func:`tool_feedback`)."""
+    task where one of them is good (a batch restates it for every model; after a refusal or errors
+    only, it sent the model searching for what it had been refused, as after one call)."""
     parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
     for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
         part = f"[{number}] {result.call}:\n{result.text}"
@@ -305,7 +306,7 @@ def empty_answer_feedback() -> str:
 
 
 def made_up_values_finding(refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
-    """What was wrong with a step whose calls hold numbers, dates or times that nothing the model was
+    """What was wrong with a step whose calls hold numbers, dates, times or names that nothing the model was
     given writes: the parameters, not the values (small models copy what the loop says). An answer
     may repeat it (qwen2.5-coder-0.5b gives the feedback back word for word): "the task does not
     give the start_date that days_between needs, and a value cannot be made up" tells the user why
@@ -321,7 +322,7 @@ def made_up_values_finding(refused: Sequence[tuple[str, Sequence[tuple[str, Any]
 def made_up_values_feedback(
     refused: Sequence[tuple[str, Sequence[tuple[str, Any]]]], providers: Sequence[str] = ()
 ) -> str:
-    """After a step whose calls hold numbers, dates or times that nothing the model was given writes:
+    """After a step whose calls hold numbers, dates, times or names that nothing the model was given writes:
     the finding, and where ``providers`` (tools that give those values) are named, an imperative to
     call one. With "Use given values, or answer." after it, qwen2.5-coder-0.5b answered with both
     sentences; the refused tool is kept out of the next step, which says the rest."""

@@ -200,25 +200,41 @@ _REASON_TEXT = '[^\\x00-\\x1f"\\\\]'
 
 
 def led(schema: Mapping[str, Any], lead: str) -> dict[str, Any]:
-    """``schema`` with every variant's ``reason`` held to begin with ``lead`` (words and spaces), its
-    length bound kept: the model goes on from the lead. See the loop's forced answer."""
+    """``schema`` with every variant's ``reason`` held to begin with ``lead`` (words and spaces), within
+    its length bound (see :func:`bounded`): the model goes on from the lead. See the loop's forced
+    answer."""
     if re.fullmatch(r"[A-Za-z ]+", lead) is None:
         raise ValueError(f"a reason's lead is words and spaces, not {lead!r}")
-
-    def held(reason: Mapping[str, Any]) -> dict[str, Any]:
-        most = reason.get("maxLength")
-        repeat = "*" if not isinstance(most, int) else f"{{0,{max(most - len(lead), 0)}}}"
-        return {"type": "string", "pattern": f"^{lead}{_REASON_TEXT}{repeat}$"}
 
     def variant(one: Mapping[str, Any]) -> dict[str, Any]:
         properties = one.get("properties")
         if not isinstance(properties, Mapping) or not isinstance(properties.get("reason"), Mapping):
             return dict(one)
-        return {**one, "properties": {**properties, "reason": held(properties["reason"])}}
+        reason = {**properties["reason"], "type": "string", "pattern": f"^{lead}{_REASON_TEXT}*$"}
+        most = reason.get("maxLength")
+        held = bounded(reason, most) if isinstance(most, int) else reason
+        return {**one, "properties": {**properties, "reason": held}}
 
     if isinstance(schema.get("anyOf"), list):
         return {**schema, "anyOf": [variant(v) if isinstance(v, Mapping) else v for v in schema["anyOf"]]}
     return variant(schema)
+
+
+def bounded(reason: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+    """A reason's schema held to ``max_chars`` characters: ``maxLength`` (a bound of its own is kept),
+    and for a led reason its pattern's repeat too, since llama.cpp's converter reads a ``pattern``
+    without its ``maxLength``; a lead longer than the bound is dropped."""
+    out = {**reason}
+    out.setdefault("maxLength", max_chars)
+    pattern = out.get("pattern")
+    lead = re.fullmatch(rf"\^([A-Za-z ]+){re.escape(_REASON_TEXT)}(?:\*|\{{0,\d+\}})\$", pattern or "")
+    if lead is not None:
+        room = out["maxLength"] - len(lead[1])
+        if room < 0:
+            del out["pattern"]
+        else:
+            out["pattern"] = f"^{lead[1]}{_REASON_TEXT}{{0,{room}}}$"
+    return out
 
 
 def _reason(max_chars: int | None) -> dict[str, Any]:

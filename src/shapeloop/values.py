@@ -1,4 +1,4 @@
-"""Numbers, dates and times a model made up: a call's value that nothing it was given writes.
+"""Numbers, dates, times and names a model made up: a call's value that nothing it was given writes.
 
 Offered tools that do not fit the task, a small model calls one anyway and fills it in: "Set an alarm
 for 7am" became ``days_between("2023-04-15", "2023-04-16")``, "Play some jazz" became
@@ -9,13 +9,15 @@ nowhere: it comes from the task, the caller's instructions or an earlier result,
 model was given it or in another common form ("March 3rd 2024" for ``2024-03-03``, "2:30 pm" for
 ``14:30``, "4.5%" for ``0.045``, "three" for ``3``).
 
-Numbers, ISO dates and times are questioned, and names (:func:`_is_name`): "Who won the 2018 FIFA World
-Cup?" became ``get_team_standing(team="FC Barcelona")``, "the weather at postcode 9008" became
+Numbers, ISO dates and times are questioned, and names (:func:`_is_name`) where the parameter takes
+one (:func:`_names_taken`: ``city``, ``team``, ``player``): "Who won the 2018 FIFA World Cup?" became
+``get_team_standing(team="FC Barcelona")``, "the weather at postcode 9008" became
 ``get_weather(city="Oslo")``. A name is written where one of its words is ("Barcelona" for "FC
-Barcelona"). Other text is rewritten too freely to check: a code ("the UK" is ``"GB"``, "Nvidia" is
-``"NVDA"``), a sentence, a query, an expression, a path. Only required arguments (and what is nested
-in them), never an enum or const value, the parameter's default, or an id (ids have their own check,
-:mod:`shapeloop.ids`). 0 and 1 pass: no one writes the 1 of ``x**2``.
+Barcelona"), or as :meth:`_Written._holds_name` reads it. Other text is rewritten too freely to
+check: a code ("the UK" is ``"GB"``, "Nvidia" is ``"NVDA"``), a setting, a title, a sentence, a
+query, an expression, a path. Only required arguments (and what is nested in them), never an enum or
+const value, the parameter's default, or an id (ids have their own check, :mod:`shapeloop.ids`). 0
+and 1 pass: no one writes the 1 of ``x**2``.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ def _fixed(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> bo
 
 
 def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    """The numbers and date or time strings in ``value`` that are the model's own choice."""
+    """The numbers, date or time strings and names in ``value`` that are the model's own choice."""
     if _fixed(schema, value, defs) or is_id_name(path.rsplit(".", 1)[-1].split("[", 1)[0]):
         return
     if isinstance(value, Mapping):
@@ -155,13 +157,14 @@ def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[
         items = _schema(schema.get("items"), defs)
         for index, item in enumerate(value):
             yield from _questioned(f"{path}[{index}]", items, item, defs)
-    elif _is_number(value) or (isinstance(value, str) and _is_date_or_time(value.strip())):
+    elif _is_number(value) or (isinstance(value, str) and _made_up_text(path, schema, value.strip())):
         yield path, value
-    elif (
-        isinstance(value, str) and NAMES and _is_name(value.strip())
-        and not takes_input(path.rsplit(".", 1)[-1].split("[", 1)[0], schema)
-    ):  # fmt: skip
-        yield path, value
+
+
+def _made_up_text(path: str, schema: Mapping[str, Any], text: str) -> bool:
+    """Whether a text value is the model's own choice: a date or time, or a name (:func:`_is_name`)
+    where the parameter takes one (:func:`_names_taken`)."""
+    return _is_date_or_time(text) or (NAMES and _is_name(text) and _names_taken(path, schema))
 
 
 def _is_number(value: Any) -> bool:
@@ -172,10 +175,35 @@ def _is_date_or_time(text: str) -> bool:
     return bool(_ISO_VALUE.fullmatch(text) or _TIME_VALUE.fullmatch(text))
 
 
+# Words of a parameter's name that say it takes a name: of a place, a team, a person, a company.
+# Not a setting ("unit", "language", "priority"), a title or a message, which a model may choose or
+# write: "Celsius" for ``unit`` is no name made up.
+_NAMED = frozenset(
+    ("city", "town", "village", "country", "nation", "region", "province", "county", "location", "place",
+     "destination", "origin", "venue", "team", "club", "player", "athlete", "person", "people", "author",
+     "artist", "band", "singer", "musician", "actor", "director", "composer", "company", "organization",
+     "organisation", "brand", "employee", "customer", "client", "recipient", "contact", "manager", "owner",
+     "member", "student", "patient", "user", "hotel", "restaurant", "airport", "station", "airline")
+)  # fmt: skip
+# Letters that NFKD leaves whole, and their Latin spelling ("Tromsø", "Łódź", "Diyarbakır").
+_PLAIN_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ı": "i", "ß": "ss", "æ": "ae", "œ": "oe",
+                                "þ": "th", "ð": "d"})  # fmt: skip
+# Short words of a name that say nothing of which one it is
+_NAME_FILLERS = frozenset(("of", "de", "la", "le", "el", "the", "and", "van", "von", "da", "di", "du", "del"))
+
+
+def _names_taken(path: str, schema: Mapping[str, Any]) -> bool:
+    """Whether a parameter takes a name, by its name's words (:data:`_NAMED`), and not a file path,
+    a URL or an email address."""
+    name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", name).casefold().split()
+    return not _NAMED.isdisjoint(word.removesuffix("s") for word in spaced) and not takes_input(name, schema)
+
+
 def _is_name(text: str) -> bool:
-    """A name: one to four words, the first a capital letter, with a word of three letters or more
-    and a small letter ("FC Barcelona", "Oslo"; not "GB", "NVDA" or "H2O", a code; not "sales", nor
-    a sentence, a path or an expression)."""
+    """A name: one to four words, the first a capital letter, with a small letter and a word of two
+    letters or more ("FC Barcelona", "Oslo"; not "GB", "NVDA" or "H2O", a code; not a sentence, a
+    path or an expression)."""
     words = text.split()
     return (
         1 <= len(words) <= 4
@@ -186,10 +214,22 @@ def _is_name(text: str) -> bool:
     )
 
 
+def _plain(text: str) -> str:
+    """``text`` case-folded, without accents."""
+    folded = unicodedata.normalize("NFKD", text.casefold().translate(_PLAIN_LETTERS))
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
 def _name_words(text: str) -> frozenset[str]:
-    """A text's words of three letters or more, case-folded, without accents or plural s."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return frozenset(word for word in result_words(plain) if len(word) >= 3)
+    """A name's words that tell it apart: two letters or more, case-folded, without accents or plural
+    s, not "of" or "de"."""
+    return frozenset(word for word in result_words(_plain(text)) if len(word) >= 2) - _NAME_FILLERS
+
+
+def _latin(text: str) -> bool:
+    """Whether every letter of ``text`` is a Latin one (a task in another script may name a place in
+    its own letters: 東京 for ``"Tokyo"``)."""
+    return all(unicodedata.name(c, "LATIN").startswith("LATIN") for c in text if c.isalpha())
 
 
 def _key(number: float) -> float:
@@ -197,7 +237,7 @@ def _key(number: float) -> float:
 
 
 class _Written:
-    """The numbers, dates and times a text writes, read once."""
+    """The numbers, dates and times a text writes, read once, and the names it writes, read when asked."""
 
     def __init__(self, text: str) -> None:
         numbers = set(_numbers(text))
@@ -211,7 +251,33 @@ class _Written:
         self.dates = set(_dates(text))
         self.relative = _relative(text)
         self.times = set(_times(text))
-        self.words = _name_words(text)
+        self.text = text
+
+    @functools.cached_property
+    def _plain_text(self) -> str:
+        return _plain(self.text)
+
+    @functools.cached_property
+    def _words(self) -> frozenset[str]:
+        return _name_words(self.text)
+
+    def _holds_name(self, value: str) -> bool:
+        """Whether a name is written: one of its words ("barcelona" for "FC Barcelona"), a word it
+        begins with ("Man" for "Manchester United"), its letters run together or apart ("spiderman"
+        for "Spider-Man"), its initials ("NYC" for "New York", "UK" for "United Kingdom"); or the
+        text has letters of another script, where a name cannot be compared."""
+        words = _name_words(value)
+        if not words.isdisjoint(self._words) or not _latin(self.text):
+            return True
+        if any(word[:end] in self._words for word in words for end in range(3, len(word))):
+            return True
+        squashed = re.sub(r"[\W_]+", "", _plain(value))
+        if len(squashed) >= 4 and squashed in re.sub(r"[\W_]+", "", self._plain_text):
+            return True
+        initials = "".join(word[0] for word in re.findall(r"[^\W\d_]+", _plain(value)))
+        # as a word, or with one more letter ("NYC": New York City)
+        written = rf"(?<![^\W\d_]){initials}[^\W\d_]?(?![^\W\d_])"
+        return len(initials) >= 2 and re.search(written, self._plain_text) is not None
 
     def holds(self, value: Any) -> bool:
         if isinstance(value, str):
@@ -232,7 +298,7 @@ class _Written:
         clock = _TIME_VALUE.fullmatch(value)
         if clock is not None:
             return (int(clock.group(1)), int(clock.group(2))) in self.times
-        return not _name_words(value).isdisjoint(self.words)  # a name: one of its words is written
+        return self._holds_name(value)
 
     def _holds_date(self, year: int, month: int, day: int) -> bool:
         if {(year, month, day), (None, month, day)} & self.dates:

@@ -25,7 +25,7 @@ from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
 from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
-from shapeloop.step import fallback_schemas
+from shapeloop.step import bounded, fallback_schemas
 
 # Added to the logit of "answer" at a task's first choice between a tool and the answer, for a model
 # the catalogue has no calibrated value for (measurements/calibration.json: qwen2.5-coder-0.5b's).
@@ -320,14 +320,14 @@ class LlamaCppBrain(BaseBrain):
 
 
 def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, Any]:
-    """A copy of a step schema with ``maxLength`` on every variant's ``reason``."""
+    """A copy of a step schema with every variant's ``reason`` held to ``max_chars`` (:func:`bounded`)."""
     copied: dict[str, Any] = json.loads(json.dumps(schema))
     if max_chars is None:
         return copied
     for variant in copied.get("anyOf", [copied]):
         reason = variant.get("properties", {}).get("reason")
         if isinstance(reason, dict) and reason.get("type") == "string":
-            reason.setdefault("maxLength", max_chars)
+            variant["properties"]["reason"] = bounded(reason, max_chars)
     return copied
 
 
