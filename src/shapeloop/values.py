@@ -258,6 +258,10 @@ class _Written:
         return _plain(self.text)
 
     @functools.cached_property
+    def _squashed(self) -> str:
+        return re.sub(r"[\W_]+", "", self._plain_text)
+
+    @functools.cached_property
     def _words(self) -> frozenset[str]:
         return _name_words(self.text)
 
@@ -272,7 +276,7 @@ class _Written:
         if any(word[:end] in self._words for word in words for end in range(3, len(word))):
             return True
         squashed = re.sub(r"[\W_]+", "", _plain(value))
-        if len(squashed) >= 4 and squashed in re.sub(r"[\W_]+", "", self._plain_text):
+        if len(squashed) >= 4 and squashed in self._squashed:
             return True
         initials = "".join(word[0] for word in re.findall(r"[^\W\d_]+", _plain(value)))
         # as a word, or with one more letter ("NYC": New York City)
