@@ -138,11 +138,11 @@ def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> N
     listed = r"there is no folder 'notes'; the workspace has: colour\.txt, sub/deep\.txt$"
     with pytest.raises(ToolFailure, match=listed):
         listing(path="notes")  # type: ignore[operator]
-    # a file is not a folder: listing it shows its text, as read_file would, and says so
+    # a file is not a folder: listing it shows its text, as read_file would, and says so after the text
+    # (a note before it was carried into answers in the text's place)
     shown = listing(path="colour.txt")  # type: ignore[operator]
-    assert shown == "['colour.txt' is a file, not a folder; this is its text, as read_file gives it]\n" + read(
-        path="colour.txt"
-    )  # type: ignore[operator]
+    text = read(path="colour.txt")  # type: ignore[operator]
+    assert shown == text + "\n['colour.txt' is a file, not a folder: above is its text, as read_file gives it]"
     assert (root / "colour.txt").read_text() in shown
     with pytest.raises(ToolFailure, match=r"'colour\.txt/x' is not a directory"):
         listing(path="colour.txt/x")  # type: ignore[operator]

@@ -110,9 +110,10 @@ class Workspace:
     def list(self, path: str = ".", *, read_length: int = 3000) -> str:
         """Files and folders under ``path``, recursively, as paths relative to the root.
 
-        A file is not an error: it is read (up to ``read_length`` bytes) and the result says so. Small
-        models list a file when they want its lines ("how many animals are listed in animals.txt?"),
-        then answer with the error instead of reading it.
+        A file is not an error: it is read (up to ``read_length`` bytes) and the result says so after
+        the text. Small models list a file when they want its lines ("how many animals are listed in
+        animals.txt?"), then answer with the error instead of reading it; a note put before the text
+        was carried into the answer in its place ("The file 'animals.txt' is not a folder; ...").
         """
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
@@ -120,7 +121,7 @@ class Workspace:
             if not self._is_file(path):
                 raise
             text = self.read_text(path, length=read_length)
-            return f"[{path!r} is a file, not a folder; this is its text, as read_file gives it]\n{text}"
+            return f"{text}\n[{path!r} is a file, not a folder: above is its text, as read_file gives it]"
         except _NotFound:
             raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
