@@ -168,6 +168,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-chain-check": lambda: _patched(checks, CHAIN_CHECK=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
     "no-name-check": lambda: _patched(values, NAMES=False),
+    "open-paths": lambda: _patched(workspace, PATH_CHOICES=False),
     "no-named-required": lambda: _patched(offer, NAMED_REQUIRED=False),
     "chain-check-open": lambda: _patched(checks, CHAIN_STEP="open"),
     "chain-check-choose": lambda: _patched(checks, CHAIN_STEP="choose"),

@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from shapeloop import Request, TestBrain, ToolStatus, flat_schema, run_agent, step_schema, tool
+from shapeloop import Request, TestBrain, ToolStatus, flat_schema, run_agent, step, step_schema, tool
 from shapeloop.doubles import write_value
 from shapeloop.events import ToolReturned
 
@@ -83,3 +83,13 @@ def test_a_schema_it_cannot_satisfy_says_what() -> None:
         write_value({"type": "blob"})
     with pytest.raises(ValueError, match="cannot resolve"):
         write_value({"$ref": "#/$defs/Missing"})
+    with pytest.raises(ValueError, match=r"cannot write a string that matches '\^\[0-9\]\+\$'"):
+        write_value({"type": "string", "pattern": "^[0-9]+$"})
+
+
+def test_a_pattern_with_a_literal_start_is_written_from_it() -> None:
+    # the loop leads a forced answer's reason (step.led): the test brain writes the lead
+    led = step.led(step_schema([move]), "The result says")
+    reply = json.loads(TestBrain().ask(Request(messages=[{"role": "assistant", "content": "."}], schema=led)).text)
+    assert reply["reason"] == "The result says"
+    assert write_value({"type": "string", "pattern": "^a+$", "minLength": 3}) == "aaa"

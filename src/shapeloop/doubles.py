@@ -8,6 +8,7 @@ for a run's step schema that means calling each offered tool once, in order, and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -113,6 +114,21 @@ def write_value(schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None
     return _write_typed(str(kind), schema, defs)
 
 
+def _matching(pattern: str, written: str) -> str:
+    """``written`` where it matches ``pattern``, else the pattern's literal start, alone or followed
+    by ``written`` (a led reason: ``^The result says[^"]*$``).
+
+    Raises:
+        ValueError: neither matches.
+    """
+    lead = re.match(r"\^?([^\\.\[\](){}*+?|$^]*)", pattern)
+    start = lead.group(1) if lead else ""
+    for text in (written, start, start + written):
+        if re.search(pattern, text):
+            return text
+    raise ValueError(f"TestBrain cannot write a string that matches {pattern!r}")
+
+
 def _write_typed(kind: str, schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
     if kind == "object":
         props: Mapping[str, Any] = schema.get("properties", {})
@@ -121,7 +137,8 @@ def _write_typed(kind: str, schema: Mapping[str, Any], defs: Mapping[str, Any]) 
         items = schema.get("items") or {}
         return [write_value(items, defs) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "string":
-        return _FORMATS.get(str(schema.get("format")), "a" * max(1, int(schema.get("minLength", 1))))
+        text = _FORMATS.get(str(schema.get("format")), "a" * max(1, int(schema.get("minLength", 1))))
+        return text if "pattern" not in schema else _matching(str(schema["pattern"]), text)
     if kind in ("integer", "number"):
         low = schema["minimum"] if "minimum" in schema else schema.get("exclusiveMinimum", -1) + 1
         return int(low) if kind == "integer" else float(low)
