@@ -19,6 +19,7 @@ from shapeloop import (
     StopReason,
     ToolStatus,
     Usage,
+    grounding,
     run_agent,
     step_schema,
     tool,
@@ -778,9 +779,12 @@ def test_the_unread_question_is_not_asked_where_nothing_is_unread_or_the_answer_
     for task, answer in cases:
         run = run_agent(ScriptedBrain([answer_step(answer)]), tools, task)
         assert run.answer == answer and run.steps == 1, task
-    # after a call, the answer stands (the chain check is another matter)
-    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Oslo: 4 C")])
-    assert run_agent(brain, tools, "Weather in Oslo, then notes.txt?").steps == 2
+    # after a call, another question is asked (left_unread, below), not this one
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Oslo: 4 C"), answer_step("4 C")])
+    run = run_agent(brain, tools, "Weather in Oslo, then notes.txt?")
+    assert [e.objection for e in run.events if isinstance(e, AnswerRejected)] == [
+        "no call has taken what the task names: read_file (path 'notes.txt')"
+    ]
     # an email address the task gives, for a tool that acts: not asked (it would act on the user's behalf)
     brain = ScriptedBrain([answer_step("Done.")])
     assert run_agent(brain, [send_email], "Write to ana@example.com: hello").steps == 1
@@ -794,6 +798,67 @@ def test_the_unread_question_is_not_asked_where_nothing_is_unread_or_the_answer_
         assert run_agent(ScriptedBrain([answer_step("Ines")]), tools, "Who is in readme.md?").steps == 1
     finally:
         checks_module.UNREAD_CHECK = saved
+
+
+def test_an_answer_after_calls_that_left_a_named_file_unread_is_questioned_once_for_a_call() -> None:
+    # qwen2.5-coder-0.5b read city_a.txt alone and answered "Yes" to "Do city_a.txt and city_b.txt
+    # name the same city?"
+    task = "Do city_a.txt and city_b.txt name the same city? Answer yes or no."
+    brain = ScriptedBrain([tool_step("read_file", path="./city_a.txt"), answer_step("Yes"),
+                           tool_step("read_file", path="city_b.txt"), answer_step("No")])  # fmt: skip
+    run = run_agent(brain, [read_file, get_weather, send_email], task)
+    assert run.answer == "No" and run.steps == 4
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["no call has taken what the task names: read_file (path 'city_b.txt')"]
+    assert brain.asked[2].messages[-1]["content"] == (
+        "The task names 'city_b.txt', and no call has taken it yet. Call read_file with path 'city_b.txt'."
+    )
+    assert _variant_tools(brain.asked[2].schema) == {"read_file"} and _actions(brain.asked[2].schema) == ["tool"]
+
+    # asked once a run: the same answer after another call stands
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Yes"),
+                           tool_step("get_weather", city="Bergen"), answer_step("Yes")])  # fmt: skip
+    assert run_agent(brain, [read_file, get_weather], task).answer == "Yes"
+
+
+def test_the_left_unread_question_is_not_asked_where_every_named_file_was_taken() -> None:
+    tools = [read_file, get_weather, send_email]
+    cases = [
+        # a call took each, as written or as a path that ends with it, by any tool
+        ("Compare notes/a.txt and b.txt.", [("read_file", "a.txt"), ("read_file", "sub/b.txt")], "Same."),
+        ("Does README.md name Ines?", [("read_file", "readme.md")], "Yes."),
+        # the answer declines or asks for what it lacks
+        ("Compare a.txt and b.txt.", [("read_file", "a.txt")], "I cannot read b.txt."),
+        ("Compare a.txt and b.txt.", [("read_file", "a.txt")], "Please provide b.txt."),
+        # nothing named that a tool reads
+        ("What is the weather in Oslo?", [("get_weather", "Oslo")], "4 C"),
+    ]
+    for task, calls, answer in cases:
+        steps = [tool_step(name, **({"path": value} if name == "read_file" else {"city": value}))
+                 for name, value in calls]  # fmt: skip
+        run = run_agent(ScriptedBrain([*steps, answer_step(answer)]), tools, task)
+        assert run.answer == answer and run.steps == len(calls) + 1, task
+
+    # a tool that acts is never the call asked for: the email address is for send_report alone
+    @tool
+    def send_report(customer_email: str) -> str:
+        """Send the report."""
+        return "sent"
+
+    assert grounding.written_inputs(send_report.parameters, "to ana@example.com") == [
+        ("customer_email", ["ana@example.com"])
+    ]
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Sent.")])
+    assert run_agent(brain, [*tools, send_report], "Mail the Oslo weather to ana@example.com").steps == 2
+    # turned off
+    import shapeloop.checks as checks_module
+
+    saved, checks_module.LEFT_UNREAD_CHECK = checks_module.LEFT_UNREAD_CHECK, False
+    try:
+        brain = ScriptedBrain([tool_step("read_file", path="a.txt"), answer_step("Yes")])
+        assert run_agent(brain, tools, "Compare a.txt and b.txt.").steps == 2
+    finally:
+        checks_module.LEFT_UNREAD_CHECK = saved
 
 
 def test_a_result_that_points_to_one_file_questions_an_answer_and_the_next_step_reads_it(tmp_path: Path) -> None:

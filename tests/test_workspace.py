@@ -3,8 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import answer_step, tool_step
-from shapeloop import OutsideWorkspace, ScriptedBrain, ToolFailure, Workspace, run_agent, workspace, workspace_tools
+from shapeloop import OutsideWorkspace, ToolFailure, Workspace, workspace_tools
 
 
 @pytest.fixture
@@ -181,47 +180,3 @@ def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(
     append = tools_by_name(root, write=True)["append_note"]
     append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
     assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"
-
-
-def _path_enum(schema: dict[str, object], name: str) -> object:
-    variants = schema.get("anyOf", [schema])
-    variant = next(v for v in variants if v["properties"]["tool"].get("const") == name)  # type: ignore[union-attr,index]
-    return variant["properties"]["args"]["properties"]["path"].get("enum")  # type: ignore[index]
-
-
-def test_the_constrained_step_offers_the_workspaces_own_paths(space: tuple[Path, Path]) -> None:
-    # small models made up paths ("server/server_port.txt") and answered with the error
-    root, _ = space
-    (root / ".env").write_text("KEY=1\n")
-    steps = [tool_step("append_note", path="sub/new.txt", text="x"), tool_step("read_file", path=".env"),
-             answer_step("KEY=1")]  # fmt: skip
-    brain = ScriptedBrain(steps)
-    task = "Note x, then read .env and ../outside/secret.txt."
-    run = run_agent(brain, workspace_tools(root, write=True), task, approve=lambda call: True)
-    assert run.ok and run.answer == "KEY=1"
-    first, second = brain.asked[0].schema, brain.asked[1].schema
-    # files as list_files shows them, and a hidden file the user names; not a path that leaves the root
-    assert _path_enum(first, "read_file") == ["colour.txt", "sub/deep.txt", ".env"]
-    assert _path_enum(first, "list_files") == [".", "sub", "colour.txt", "sub/deep.txt", ".env"]
-    assert _path_enum(first, "append_note") is None  # a new file can be written anywhere inside
-    assert _path_enum(second, "read_file") == ["colour.txt", "sub/deep.txt", "sub/new.txt", ".env"]  # written now
-
-
-def test_paths_are_left_open_where_the_listing_is_cut_or_the_switch_is_off(
-    space: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root, _ = space
-    brain = ScriptedBrain([answer_step("ok")])
-    run_agent(brain, workspace_tools(root), "Read colour.txt.")
-    assert _path_enum(brain.asked[0].schema, "read_file") == ["colour.txt", "sub/deep.txt"]
-    monkeypatch.setattr(workspace, "PATH_CHOICES", False)
-    brain = ScriptedBrain([answer_step("ok")])
-    run_agent(brain, workspace_tools(root), "Read colour.txt.")
-    assert _path_enum(brain.asked[0].schema, "read_file") is None
-    monkeypatch.setattr(workspace, "PATH_CHOICES", True)
-    for i in range(250):  # more than a listing shows
-        (root / f"f{i:03}.txt").write_text("x")
-    brain = ScriptedBrain([answer_step("ok")])
-    run_agent(brain, workspace_tools(root), "Read f001.txt.")
-    assert _path_enum(brain.asked[0].schema, "read_file") is None
-    assert Workspace(root).paths() == []

@@ -5,6 +5,9 @@ An answer is questioned when, by what the conversation holds, the task is not do
 
 - :func:`unread`: no call was made, and the task names a file, a URL or an email address that a
   tool takes ("Who is the maintainer named in readme.md?");
+- :func:`left_unread`: calls were made, and the task names a file (a URL, an email address) that a
+  tool takes and no call took ("Do city_a.txt and city_b.txt name the same city?", with city_a.txt
+  read alone);
 - :func:`unchained`: the last result gives a value another tool takes ("employee id E-30418" for
   ``get_leave_balance(employee_id)``), or points to one file ("The answer you want is in
   data/secret.txt");
@@ -25,7 +28,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shapeloop import prompts
-from shapeloop.grounding import declines, gives, holds_value, named_inputs, result_words, taken_from
+from shapeloop.grounding import (
+    declines,
+    gives,
+    holds_value,
+    named_inputs,
+    result_words,
+    taken_from,
+    written_inputs,
+)
 from shapeloop.toolbox import ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
@@ -37,6 +48,9 @@ CHAIN_STEP: Literal["call", "choose", "open"] = "call"
 # Question an answer given before any call to a task that names a file, a URL or an email address a
 # tool takes (see unread).
 UNREAD_CHECK = True
+# Question an answer given after calls, none of which took a file (URL, email address) the task
+# names (see left_unread).
+LEFT_UNREAD_CHECK = True
 # After a call refused for a made-up value, name the tools that say they give it (see providers).
 PROVIDERS = True
 # After a call made again for the same result, offer the tools that take a value of it as well as
@@ -118,6 +132,51 @@ def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[st
         must_call=True,
         retract=True,
     )
+
+
+def left_unread(
+    task: str, answer: str, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+) -> Question | None:
+    """Question an answer given after calls, none of which took a file, a URL or an email address
+    that the task names and a tool takes (:func:`~shapeloop.grounding.written_inputs`): "Do
+    city_a.txt and city_b.txt name the same city? Answer yes or no." was answered "Yes" by
+    qwen2.5-coder-0.5b after it had read city_a.txt alone. The next constrained step calls one of
+    those tools, told which value it has not taken. A call took a value where one of its arguments
+    is that value or a path that ends with it ("todo.txt" for "notes/todo.txt", or the other way).
+    Not an answer that declines or asks for what it lacks; not for tools that act (:func:`acts`)."""
+    if not LEFT_UNREAD_CHECK or _spared(answer):
+        return None
+    taken = [_as_input(value) for call in called for value in call.args.values() if isinstance(value, str)]
+    takers: list[tuple[str, str, str]] = []
+    for tool in tools:
+        if tool.name in excluded or acts(tool):
+            continue
+        for parameter, values in written_inputs(tool.parameters, task):
+            left = [value for value in values if not any(_same_input(_as_input(value), t) for t in taken)]
+            if left:
+                takers.append((tool.name, parameter, left[0]))
+                break
+    if not takers:
+        return None
+    named = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
+    names = frozenset(name for name, _, _ in takers)
+    return Question(
+        objection=f"no call has taken what the task names: {named}",
+        feedback=prompts.left_unread_feedback(takers),
+        named=names,
+        only=names,
+        must_call=True,
+    )
+
+
+def _as_input(value: str) -> str:
+    written = value.strip().casefold().rstrip("/")
+    return written[2:] if written.startswith("./") else written
+
+
+def _same_input(named: str, taken: str) -> bool:
+    """Whether a call's argument ``taken`` is the value ``named``, or a path that ends with the other."""
+    return bool(named) and (named == taken or named.endswith("/" + taken) or taken.endswith("/" + named))
 
 
 def unchained(

@@ -179,6 +179,12 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
     What a task names this way is something the model cannot see without the tool: qwen2.5-coder-0.5b
     answered "The maintainer of this repository is @johndoe." without reading the file.
     """
+    return [(name, values[0]) for name, values in written_inputs(parameters, text) if len(values) == 1 or not alone]
+
+
+def written_inputs(parameters: Mapping[str, Any], text: str) -> list[tuple[str, list[str]]]:
+    """Every required parameter that takes a file path, a URL or an email address, with every such
+    value ``text`` writes, in order (see :func:`named_inputs`); not a parameter ``text`` gives none."""
     properties = parameters.get("properties")
     required = parameters.get("required") or []
     if not isinstance(properties, Mapping) or not isinstance(required, list):
@@ -191,8 +197,8 @@ def named_inputs(parameters: Mapping[str, Any], text: str, *, alone: bool = Fals
         written = _input_pattern(str(name), schema)
         if written is not None:
             values = list(dict.fromkeys(_written(m) for m in written.finditer(text) if not _abbreviation(_written(m))))
-            if values and (len(values) == 1 or not alone):
-                found.append((str(name), values[0]))
+            if values:
+                found.append((str(name), values))
     return found
 
 

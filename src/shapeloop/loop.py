@@ -273,6 +273,7 @@ class _Run:
     # ``only`` holds the tools it may call.
     chain_asked: set[str] = field(default_factory=set)  # the tools it has named
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
+    left_asked: bool = False  # an answer was questioned for a file (URL, address) no call has taken
     form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
     talk_asked: bool = False  # an answer was questioned for speaking of the results, saying nothing of them
     only: frozenset[str] | None = None
@@ -746,6 +747,9 @@ class _Run:
         if not self.called and not self.unread_asked and room:
             question = checks.unread(self.task, shown, tools, self.excluded)
             self.unread_asked = question is not None
+        if question is None and self.called and not self.left_asked and room:
+            question = checks.left_unread(self.task, shown, tools, self.called, self.excluded)
+            self.left_asked = question is not None
         if question is None and self.last_result is not None and room:
             question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
             if question is not None:

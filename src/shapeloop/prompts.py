@@ -421,6 +421,13 @@ def how_many_feedback() -> str:
 ANSWER_LEAD = "The result says"
 
 
+def left_unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
+    """After an answer given before any call took a file (URL, email address) the task names: the
+    call that takes it, for each tool. Imperatives only."""
+    calls = " or ".join(f"{name} with {parameter} {value!r}" for name, parameter, value in takers)
+    return f"The task names {takers[0][2]!r}, and no call has taken it yet. Call {calls}."
+
+
 def about_results_feedback() -> str:
     """After an answer that speaks of the results and says nothing of what they hold. Imperatives
     only."""

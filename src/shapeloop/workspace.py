@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import difflib
 import os
 import re
@@ -36,12 +35,6 @@ _MAX_LISTED = 200
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
-# Whether read_file and list_files offer the workspace's own paths as their ``path`` argument's
-# choices (``Tool.choices``), where a listing holds them all: small models made up paths
-# ("server/server_port.txt", "maintainers"), then answered with the error or made the call again.
-PATH_CHOICES = True
-# a word of the user's that may be a path: one with a dot or a slash in it
-_PATH_WORD = re.compile(r"[\w.~/-]*[./][\w.~/-]*")
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -222,26 +215,6 @@ class Workspace:
         except ToolFailure:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
-
-    def paths(self, said: str = "", *, folders: bool = False) -> builtins.list[str]:
-        """The paths a constrained step may offer: the workspace's files as ``list_files`` shows them
-        (with ``folders``, "." and its folders first), and any path the user's words ``said`` write
-        that is a file it does not show (a hidden one). Empty where the listing is cut: the argument
-        then stays open."""
-        try:
-            listed = self.list(".").splitlines()
-        except ToolFailure:
-            return []
-        if any(line.startswith("[listing cut") for line in listed[-1:]):
-            return []
-        entries = [line for line in listed if not line.startswith(("[", "(empty"))]
-        files = [line for line in entries if not line.endswith("/")]
-        shown = [".", *(line.rstrip("/") for line in entries if line.endswith("/"))] if folders else []
-        shown += files
-        for word in dict.fromkeys(m.group().rstrip(".") for m in _PATH_WORD.finditer(said)):
-            if word and word not in shown and self._is_file(word):
-                shown.append(word)
-        return shown
 
     def _is_file(self, path: str) -> bool:
         try:
@@ -460,11 +433,6 @@ def workspace_tools(
         return space.list(path, read_length=max_read_chars)
 
     tools = [read_file, list_files]
-    if PATH_CHOICES:  # evaluated at each step, so a file written during the run is offered
-        tools = [
-            dataclasses.replace(read_file, choices=lambda said: {"path": space.paths(said)}),
-            dataclasses.replace(list_files, choices=lambda said: {"path": space.paths(said, folders=True)}),
-        ]
     if write:
 
         @tool(needs_approval=True)
