@@ -169,7 +169,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
     "no-name-check": lambda: _patched(values, NAMES=False),
     "no-left-unread": lambda: _patched(checks, LEFT_UNREAD_CHECK=False),
-    "open-after-miss": lambda: _patched(workspace, HOLD_AFTER_MISS=False),
     "no-named-required": lambda: _patched(offer, NAMED_REQUIRED=False),
     "chain-check-open": lambda: _patched(checks, CHAIN_STEP="open"),
     "chain-check-choose": lambda: _patched(checks, CHAIN_STEP="choose"),

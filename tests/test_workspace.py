@@ -3,8 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import answer_step, tool_step
-from shapeloop import OutsideWorkspace, ScriptedBrain, ToolFailure, Workspace, run_agent, workspace, workspace_tools
+from shapeloop import OutsideWorkspace, ToolFailure, Workspace, workspace_tools
 
 
 @pytest.fixture
@@ -181,45 +180,3 @@ def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(
     append = tools_by_name(root, write=True)["append_note"]
     append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
     assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"
-
-
-def _path_enum(schema: object, name: str) -> object:
-    assert isinstance(schema, dict)
-    variant = next(v for v in schema.get("anyOf", [schema]) if v["properties"]["tool"].get("const") == name)
-    return variant["properties"]["args"]["properties"]["path"].get("enum")
-
-
-def test_after_a_path_that_does_not_exist_the_next_path_is_held_to_the_workspaces_own(
-    space: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # qwen2.5-coder-0.5b made up "server/server_port.txt" and made the same failed call again
-    root, _ = space
-    steps = [tool_step("read_file", path="server/port.txt"), tool_step("read_file", path="colour.txt"),
-             tool_step("list_files", path="nowhere"), answer_step("red")]  # fmt: skip
-    brain = ScriptedBrain(steps)
-    run = run_agent(brain, workspace_tools(root), "What colour is named?")
-    assert run.answer == "red"
-    asked = [request.schema for request in brain.asked]
-    assert _path_enum(asked[0], "read_file") is None  # open until a path is missed
-    assert _path_enum(asked[1], "read_file") == ["colour.txt", "sub/deep.txt"]
-    assert _path_enum(asked[1], "list_files") == [".", "sub", "colour.txt", "sub/deep.txt"]
-    assert _path_enum(asked[2], "read_file") is None  # the read that worked opened it again
-    assert _path_enum(asked[3], "read_file") == ["colour.txt", "sub/deep.txt"]  # a missing folder holds it too
-    # the call is still checked against the tool's own schema
-    assert "enum" not in str(workspace_tools(root)[0].parameters)
-
-    monkeypatch.setattr(workspace, "HOLD_AFTER_MISS", False)
-    brain = ScriptedBrain([tool_step("read_file", path="server/port.txt"), answer_step("red")])
-    run_agent(brain, workspace_tools(root), "What colour is named?")
-    assert _path_enum(brain.asked[1].schema, "read_file") is None
-
-
-def test_paths_are_not_held_where_the_listing_is_cut(space: tuple[Path, Path]) -> None:
-    root, _ = space
-    assert Workspace(root).paths() == ["colour.txt", "sub/deep.txt"]
-    for i in range(250):  # more than a listing shows
-        (root / f"f{i:03}.txt").write_text("x")
-    assert Workspace(root).paths() == []
-    brain = ScriptedBrain([tool_step("read_file", path="server/port.txt"), answer_step("red")])
-    run_agent(brain, workspace_tools(root), "What colour is named?")
-    assert _path_enum(brain.asked[1].schema, "read_file") is None

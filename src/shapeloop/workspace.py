@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import difflib
 import os
 import re
 import stat
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
@@ -36,12 +35,6 @@ _MAX_LISTED = 200
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
-# Whether, after a path that does not exist, the next constrained step holds read_file's and
-# list_files' path to the workspace's own (``Tool.choices``). qwen2.5-coder-0.5b made up
-# "server/server_port.txt", answered with the error, then made the same call again until its steps
-# ran out. Held from the start, the paths cost it a task: a made-up name that matches one file is
-# read as that file (``_namesake``), where a held step read the wrong one.
-HOLD_AFTER_MISS = True
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -66,7 +59,6 @@ class Workspace:
                 f"workspace root {os.fspath(root)!r} is not a directory: create it or pass another --root"
             )
         self.root = real
-        self.missed = False  # the last read or listing named a path that does not exist
         self._fd = os.open(real, _DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
 
@@ -94,7 +86,6 @@ class Workspace:
             if namesake is not None:
                 text = self.read_text(namesake, offset=offset, length=length)
                 return f"[there is no {path!r}; {namesake!r} is the one file with a name like it, read instead]\n{text}"
-            self.missed = True
             raise ToolFailure(f"{exc}{self._near(path)}") from None
         try:
             size = self._regular(fd, path, reading=True)
@@ -132,7 +123,6 @@ class Workspace:
             text = self.read_text(path, length=read_length)
             return f"{text}\n[{path!r} is a file, not a folder: above is its text, as read_file gives it]"
         except _NotFound:
-            self.missed = True
             raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
         lines: list[str] = []
@@ -225,19 +215,6 @@ class Workspace:
         except ToolFailure:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
-
-    def paths(self, *, folders: bool = False) -> builtins.list[str]:
-        """The workspace's files as ``list_files`` shows them (with ``folders``, "." and its folders
-        first): the values a constrained step may hold a path to. Empty where the listing is cut."""
-        try:
-            listed = self.list(".").splitlines()
-        except ToolFailure:
-            return []
-        if any(line.startswith("[listing cut") for line in listed[-1:]):
-            return []
-        entries = [line for line in listed if not line.startswith(("[", "(empty"))]
-        shown = [".", *(line.rstrip("/") for line in entries if line.endswith("/"))] if folders else []
-        return shown + [line for line in entries if not line.endswith("/")]
 
     def _is_file(self, path: str) -> bool:
         try:
@@ -444,7 +421,6 @@ def workspace_tools(
                 the offset of the next.
             length: how many bytes to read at most.
         """
-        space.missed = False
         return space.read_text(path, offset=offset, length=min(length, max_read_chars))
 
     @tool
@@ -454,13 +430,9 @@ def workspace_tools(
         Args:
             path: the folder to list, relative to the workspace root; "." for all of it.
         """
-        space.missed = False
         return space.list(path, read_length=max_read_chars)
 
-    def held(folders: bool) -> Callable[[str], dict[str, builtins.list[str]]]:
-        return lambda said: {"path": space.paths(folders=folders)} if HOLD_AFTER_MISS and space.missed else {}
-
-    tools = [dataclasses.replace(read_file, choices=held(False)), dataclasses.replace(list_files, choices=held(True))]
+    tools = [read_file, list_files]
     if write:
 
         @tool(needs_approval=True)
