@@ -815,6 +815,14 @@ def test_an_answer_after_calls_that_left_a_named_file_unread_is_questioned_once_
     )
     assert _variant_tools(brain.asked[2].schema) == {"read_file"} and _actions(brain.asked[2].schema) == ["tool"]
 
+    # every value left is named, the call for the first
+    brain = ScriptedBrain([tool_step("read_file", path="a.txt"), answer_step("Same."),
+                           tool_step("read_file", path="b.txt"), answer_step("Same.")])  # fmt: skip
+    run_agent(brain, [read_file], "Compare a.txt, b.txt and /var/log/syslog.")
+    assert brain.asked[2].messages[-1]["content"] == (
+        "The task names 'b.txt', '/var/log/syslog', and no call has taken them yet. Call read_file with path 'b.txt'."
+    )
+
     # asked once a run: the same answer after another call stands
     brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Yes"),
                            tool_step("get_weather", city="Bergen"), answer_step("Yes")])  # fmt: skip
@@ -838,6 +846,39 @@ def test_the_left_unread_question_is_not_asked_where_every_named_file_was_taken(
                  for name, value in calls]  # fmt: skip
         run = run_agent(ScriptedBrain([*steps, answer_step(answer)]), tools, task)
         assert run.answer == answer and run.steps == len(calls) + 1, task
+
+    # taken inside a list, a nested object or a query; written with backslashes; a URL's fragment
+    read_files = tool(name="read_files")(lambda paths: "x")
+    run_sql = tool(name="run_sql")(lambda query: "x")
+    grep = tool(name="grep")(lambda options: "x")
+    taken = [
+        ("Compare a.txt and b.txt.", "read_files", {"paths": ["a.txt", "b.txt"]}),
+        ("Compare a.txt and b.txt.", "grep", {"options": {"file": "a.txt", "also": ["b.txt"]}}),
+        ("Sum sales.csv.", "run_sql", {"query": "SELECT sum(x) FROM 'sales.csv'"}),
+        ("Read data\\report.txt.", "read_file", {"path": "data/report.txt"}),
+        ("Fetch https://a.example/guide/#install", "fetch_page", {"url": "https://a.example/guide/"}),
+    ]
+    fetch_page = tool(name="fetch_page")(lambda url: "x")
+    for task, name, args in taken:
+        brain = ScriptedBrain([json.dumps({"reason": "r", "action": "tool", "tool": name, "args": args,
+                                           "answer": ""}), answer_step("Done.")])  # fmt: skip
+        run = run_agent(brain, [*tools, read_files, run_sql, grep, fetch_page], task)
+        assert run.answer == "Done." and run.steps == 2, task
+    # a file the task keeps from being read
+    for task in ("Without opening secrets.env, tell me the port in config.yaml.",
+                 "Read notes.txt; only if it is empty, read data.csv instead."):  # fmt: skip
+        brain = ScriptedBrain([tool_step("read_file", path="config.yaml" if "config" in task else "notes.txt"),
+                               answer_step("Port 80.")])  # fmt: skip
+        assert run_agent(brain, tools, task).steps == 2, task
+
+    # a tool that takes more than the value is not made to take it alone (a message needs a body)
+    @tool
+    def email_customer(customer_email: str, body: str) -> str:
+        """Email a customer."""
+        raise AssertionError("never called")
+
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Not shipped; nobody told.")])
+    assert run_agent(brain, [get_weather, email_customer], "If Oslo is dry, tell ana@example.com.").steps == 2
 
     # a tool that acts is never the call asked for: the email address is for send_report alone
     @tool

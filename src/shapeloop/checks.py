@@ -23,7 +23,7 @@ turn each off, for the benchmark's variants.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -141,24 +141,32 @@ def left_unread(
     that the task names and a tool takes (:func:`~shapeloop.grounding.written_inputs`): "Do
     city_a.txt and city_b.txt name the same city? Answer yes or no." was answered "Yes" by
     qwen2.5-coder-0.5b after it had read city_a.txt alone. The next constrained step calls one of
-    those tools, told which value it has not taken. A call took a value where one of its arguments
-    is that value or a path that ends with it ("todo.txt" for "notes/todo.txt", or the other way).
-    Not an answer that declines or asks for what it lacks; not for tools that act (:func:`acts`)."""
+    those tools, told which values it has not taken.
+
+    A call took a value where an argument (at any depth) is that value, a path that ends with it
+    ("todo.txt" for "notes/todo.txt", or the other way), or text that holds it as a whole
+    (``"SELECT * FROM 'sales.csv'"``). Only a tool that takes nothing else (``read_file(path)``, not
+    ``email_customer(customer_email, body)``: a value alone cannot be a message), and not one that
+    acts (:func:`acts`). Not a value the task writes in a clause that keeps it from being read
+    ("Without opening secrets.env, ...", "only if it is empty, read data.csv instead"), nor an answer
+    that declines or asks for what it lacks."""
     if not LEFT_UNREAD_CHECK or _spared(answer):
         return None
-    taken = [_as_input(value) for call in called for value in call.args.values() if isinstance(value, str)]
-    takers: list[tuple[str, str, str]] = []
+    taken = [_as_input(value) for call in called for value in _texts(call.args)]
+    takers: list[tuple[str, str, list[str]]] = []
     for tool in tools:
         if tool.name in excluded or acts(tool):
             continue
         for parameter, values in written_inputs(tool.parameters, task):
-            left = [value for value in values if not any(_same_input(_as_input(value), t) for t in taken)]
+            if tool.parameters.get("required") != [parameter]:
+                continue
+            left = [v for v in values if not _kept_from(task, v) and not any(_took(_as_input(v), t) for t in taken)]
             if left:
-                takers.append((tool.name, parameter, left[0]))
+                takers.append((tool.name, parameter, left))
                 break
     if not takers:
         return None
-    named = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
+    named = ", ".join(f"{name} ({parameter} {left[0]!r})" for name, parameter, left in takers)
     names = frozenset(name for name, _, _ in takers)
     return Question(
         objection=f"no call has taken what the task names: {named}",
@@ -169,14 +177,51 @@ def left_unread(
     )
 
 
+def _texts(value: object) -> Iterator[str]:
+    """The strings in an argument's value, at any depth."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts(item)
+
+
 def _as_input(value: str) -> str:
-    written = value.strip().casefold().rstrip("/")
+    """A path, URL or address as compared: case aside, with "/" for "\\", no "./", no "#fragment"."""
+    written = value.strip().casefold().replace("\\", "/")
+    written = written.split("#", 1)[0] if "://" in written else written
+    written = written.rstrip("/")
     return written[2:] if written.startswith("./") else written
 
 
-def _same_input(named: str, taken: str) -> bool:
-    """Whether a call's argument ``taken`` is the value ``named``, or a path that ends with the other."""
-    return bool(named) and (named == taken or named.endswith("/" + taken) or taken.endswith("/" + named))
+def _took(named: str, taken: str) -> bool:
+    """Whether a call's argument ``taken`` is the value ``named``, a path that ends with the other,
+    or text that holds it whole."""
+    if not named:
+        return False
+    return named == taken or named.endswith("/" + taken) or taken.endswith("/" + named) or holds_value(taken, named)
+
+
+# Words that keep a value the task writes from being read: "without opening secrets.env", "do not
+# read it", "only if it is empty, read data.csv instead".
+_KEPT_FROM = re.compile(
+    r"\b(?:without|do not|don'?t|don’t|never|except|excluding|unless|only if|instead|rather than|avoid|skip|ignore)\b",
+    re.IGNORECASE,
+)
+
+
+def _kept_from(task: str, value: str) -> bool:
+    """Whether the clause of ``task`` that writes ``value`` (between the punctuation around it) keeps
+    it from being read."""
+    at = task.find(value)
+    if at < 0:
+        return False
+    start = max(task.rfind(mark, 0, at) for mark in ".;,!?:\n") + 1
+    ends = [i for mark in ".;,!?:\n" if (i := task.find(mark, at + len(value))) >= 0]
+    return _KEPT_FROM.search(task[start : min(ends, default=len(task))]) is not None
 
 
 def unchained(

@@ -148,12 +148,13 @@ _INPUT_KINDS: tuple[tuple[str, frozenset[str], frozenset[str], re.Pattern[str]],
     ("email", frozenset({"email"}), frozenset({"email", "idn-email"}),
      re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")),
     # a file: a quoted name with an extension ("'meeting notes.txt'"), a path with a slash and an
-    # extension ("notes/todo.txt", "../../etc/passwd"), an absolute path ("/data"), or a name with
+    # extension ("notes/todo.txt", "../../etc/passwd"), an absolute path ("/data", not the full stop
+    # after "/var/log/syslog."), or a name with
     # a known extension ("readme.md", "archive.tar.gz"); not a number, a version or "e.g."
     ("path", frozenset({"path", "file", "filename", "filepath", "dir", "directory", "folder"}), frozenset({"path"}),
      re.compile(rf"(?P<q>[\"'`])(?P<quoted>[^\"'`\n/\\]{{1,80}}?\.(?:{_EXTENSIONS}))(?P=q)"
                 r"|(?<![\w@/.~-])(?:~?\.{0,2}/)?(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/@-])"
-                r"|(?<![\w@/.~:-])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*/?(?![\w@-])"
+                r"|(?<![\w@/.~:-])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*/?(?<!\.)(?![\w@-])"
                 rf"|(?<![\w@/.~-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w/@.-]*\w)", re.IGNORECASE)),
 )  # fmt: skip
 

@@ -421,11 +421,14 @@ def how_many_feedback() -> str:
 ANSWER_LEAD = "The result says"
 
 
-def left_unread_feedback(takers: Sequence[tuple[str, str, str]]) -> str:
-    """After an answer given before any call took a file (URL, email address) the task names: the
-    call that takes it, for each tool. Imperatives only."""
-    calls = " or ".join(f"{name} with {parameter} {value!r}" for name, parameter, value in takers)
-    return f"The task names {takers[0][2]!r}, and no call has taken it yet. Call {calls}."
+def left_unread_feedback(takers: Sequence[tuple[str, str, Sequence[str]]]) -> str:
+    """After an answer given before any call took the files (URLs, addresses) the task names: the
+    values left, and the call that takes the first, for each tool. Imperatives only."""
+    left = takers[0][2]
+    values = ", ".join(repr(value) for value in left)
+    them = "them" if len(left) > 1 else "it"
+    calls = " or ".join(f"{name} with {parameter} {values[0]!r}" for name, parameter, values in takers)
+    return f"The task names {values}, and no call has taken {them} yet. Call {calls}."
 
 
 def about_results_feedback() -> str:
