@@ -123,15 +123,8 @@ def unread(task: str, answer: str, tools: Iterable[Tool], excluded: frozenset[st
     if not takers:
         return None
     listed = ", ".join(f"{name} ({parameter} {value!r})" for name, parameter, value in takers)
-    names = frozenset(name for name, _, _ in takers)
-    return Question(
-        objection=f"given before any call, though the task names what a tool reads: {listed}",
-        feedback="",
-        named=names,
-        only=names,
-        must_call=True,
-        retract=True,
-    )
+    objection = f"given before any call, though the task names what a tool reads: {listed}"
+    return _calling(objection, "", frozenset(name for name, _, _ in takers), retract=True)
 
 
 def left_unread(
@@ -168,13 +161,12 @@ def left_unread(
         return None
     named = ", ".join(f"{name} ({parameter} {left[0]!r})" for name, parameter, left in takers)
     names = frozenset(name for name, _, _ in takers)
-    return Question(
-        objection=f"no call has taken what the task names: {named}",
-        feedback=prompts.left_unread_feedback(takers),
-        named=names,
-        only=names,
-        must_call=True,
-    )
+    return _calling(f"no call has taken what the task names: {named}", prompts.left_unread_feedback(takers), names)
+
+
+def _calling(objection: str, feedback: str, names: frozenset[str], *, retract: bool = False) -> Question:
+    """A question whose next constrained step must call one of the tools ``names``."""
+    return Question(objection=objection, feedback=feedback, named=names, only=names, must_call=True, retract=retract)
 
 
 def _texts(value: object) -> Iterator[str]:
