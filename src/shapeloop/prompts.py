@@ -422,13 +422,13 @@ ANSWER_LEAD = "The result says"
 
 
 def left_unread_feedback(takers: Sequence[tuple[str, str, Sequence[str]]]) -> str:
-    """After an answer given before any call took the files (URLs, addresses) the task names: the
-    values left, and the call that takes the first, for each tool. Imperatives only."""
+    """After an answer given while no call has taken the files (URLs, addresses) the task names: the
+    values left, and for each tool the call that takes its first. Imperatives only."""
     left = takers[0][2]
-    values = ", ".join(repr(value) for value in left)
+    named = ", ".join(repr(value) for value in left)
     them = "them" if len(left) > 1 else "it"
     calls = " or ".join(f"{name} with {parameter} {values[0]!r}" for name, parameter, values in takers)
-    return f"The task names {values}, and no call has taken {them} yet. Call {calls}."
+    return f"The task names {named}, and no call has taken {them} yet. Call {calls}."
 
 
 def about_results_feedback() -> str:
