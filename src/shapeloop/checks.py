@@ -153,7 +153,7 @@ def left_unread(
         for parameter, values in written_inputs(tool.parameters, task):
             if tool.parameters.get("required") != [parameter]:
                 continue
-            left = [v for v in values if not _kept_from(task, v) and not any(_took(_as_input(v), t) for t in taken)]
+            left = [v for v in values if not _kept_from(task, v) and not _taken(_as_input(v), taken)]
             if left:
                 takers.append((tool.name, parameter, left))
                 break
@@ -189,12 +189,12 @@ def _as_input(value: str) -> str:
     return written[2:] if written.startswith("./") else written
 
 
-def _took(named: str, taken: str) -> bool:
-    """Whether a call's argument ``taken`` is the value ``named``, a path that ends with the other,
-    or text that holds it whole."""
-    if not named:
-        return False
-    return named == taken or named.endswith("/" + taken) or taken.endswith("/" + named) or holds_value(taken, named)
+def _taken(named: str, taken: Sequence[str]) -> bool:
+    """Whether a call's argument (one of ``taken``) is the value ``named``, a path that ends with the
+    other, or text that holds it whole."""
+    return bool(named) and any(
+        named == t or named.endswith("/" + t) or t.endswith("/" + named) or holds_value(t, named) for t in taken
+    )
 
 
 # Words that keep a value the task writes from being read: "without opening secrets.env", "do not
