@@ -189,4 +189,6 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-id-patterns": lambda: _patched(offer, ID_PATTERNS=False),
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
+    "list-not-a-folder": lambda: _patched(workspace, LIST_NOTE_LINES=False),
+    "read-lines": lambda: _patched(workspace, READ_LINES=True),
 }

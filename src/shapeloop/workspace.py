@@ -39,6 +39,11 @@ _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
+# list_files on a file says how many lines the file has; without it, the note said "not a folder",
+# and a model asked how many lines the file has answered that it has none.
+LIST_NOTE_LINES = True
+# read_file of a whole file says how many lines it has: small models cannot count the lines they read.
+READ_LINES = False
 
 
 class Workspace:
@@ -73,10 +78,8 @@ class Workspace:
 
         Bytes that are not UTF-8 are shown as ``\\xNN``; a file with NUL bytes is refused as binary.
         """
-        if offset < 0 or length < 1:
-            raise ToolFailure(f"offset must be 0 or more and length 1 or more (got offset={offset}, length={length})")
         try:
-            fd, _ = self._open(path, os.O_RDONLY)
+            text, notes, whole = self._read(path, offset, length)
         except _NotFound as exc:
             # the one file the path can mean, read as what it is (reading is safe; writing never guesses)
             twin = self._twin(path)
@@ -87,6 +90,15 @@ class Workspace:
                 text = self.read_text(namesake, offset=offset, length=length)
                 return f"[there is no {path!r}; {namesake!r} is the one file with a name like it, read instead]\n{text}"
             raise ToolFailure(f"{exc}{self._near(path)}") from None
+        if READ_LINES and whole and text:
+            notes.append(f"the whole file: {_lines(text)}")
+        return text + "".join(f"\n[{note}]" for note in notes)
+
+    def _read(self, path: str, offset: int, length: int) -> tuple[str, builtins.list[str], bool]:
+        """The text read, the notes on it, and whether it is the whole file."""
+        if offset < 0 or length < 1:
+            raise ToolFailure(f"offset must be 0 or more and length 1 or more (got offset={offset}, length={length})")
+        fd, _ = self._open(path, os.O_RDONLY)
         try:
             size = self._regular(fd, path, reading=True)
             if offset and offset >= size:
@@ -102,10 +114,11 @@ class Workspace:
         if text != data[start:stop].decode("utf-8", errors="ignore"):
             notes.append("bytes that are not UTF-8 are shown as \\xNN")
         begin, end = offset + start, offset + stop
-        if begin > 0 or end < size:
+        whole = begin == 0 and end >= size
+        if not whole:
             more = f"; read_file with offset={end} reads on" if end < size else "; this is the end"
             notes.append(f"read in part: bytes {begin} to {end} of {size}{more}")
-        return text + "".join(f"\n[{note}]" for note in notes)
+        return text, notes, whole
 
     def list(self, path: str = ".", *, read_length: int = 3000) -> str:
         """Files and folders under ``path``, recursively, as paths relative to the root.
@@ -120,8 +133,12 @@ class Workspace:
         except _NotAFolder:
             if not self._is_file(path):
                 raise
-            text = self.read_text(path, length=read_length)
-            return f"{text}\n[{path!r} is a file, not a folder: above is its text, as read_file gives it]"
+            text, notes, whole = self._read(path, 0, read_length)
+            if LIST_NOTE_LINES and whole:
+                notes.append(f"{path!r} is a file of {_lines(text)}: above is its text, as read_file gives it")
+            else:
+                notes.append(f"{path!r} is a file, not a folder: above is its text, as read_file gives it")
+            return text + "".join(f"\n[{note}]" for note in notes)
         except _NotFound:
             raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
@@ -352,6 +369,12 @@ def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]
             while stop < len(data) and _continues(data[stop]):
                 stop += 1
     return start, max(start, stop)
+
+
+def _lines(text: str) -> str:
+    """How many lines ``text`` has, as words: "3 lines" (a last line without a newline counts)."""
+    count = len(text.splitlines())
+    return "1 line" if count == 1 else f"{count} lines"
 
 
 def _stem(path: str) -> str:
