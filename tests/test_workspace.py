@@ -19,8 +19,8 @@ def space(tmp_path: Path) -> tuple[Path, Path]:
     return root, outside
 
 
-def tools_by_name(root: Path, write: bool = False) -> dict[str, object]:
-    return {t.name: t for t in workspace_tools(root, write=write)}
+def tools_by_name(root: Path, write: bool = False, **options: int) -> dict[str, object]:
+    return {t.name: t for t in workspace_tools(root, write=write, **options)}
 
 
 def test_read_and_list(space: tuple[Path, Path]) -> None:
@@ -138,17 +138,44 @@ def test_a_missing_path_names_what_to_try_instead(space: tuple[Path, Path]) -> N
     listed = r"there is no folder 'notes'; the workspace has: colour\.txt, sub/deep\.txt$"
     with pytest.raises(ToolFailure, match=listed):
         listing(path="notes")  # type: ignore[operator]
-    # a file is not a folder: listing it shows its text, as read_file would, and says so after the text
-    # (a note before it was carried into answers in the text's place)
+    # a file is not a folder: listing it shows its text, as read_file would, and says after the text
+    # how many lines it has (a note before it was carried into answers in the text's place; "not a
+    # folder" was taken to mean the file has no lines)
     shown = listing(path="colour.txt")  # type: ignore[operator]
     text = read(path="colour.txt")  # type: ignore[operator]
-    assert shown == text + "\n['colour.txt' is a file, not a folder: above is its text, as read_file gives it]"
+    assert shown == text + "\n['colour.txt' is a file of 1 line: above is its text, as read_file gives it]"
     assert (root / "colour.txt").read_text() in shown
     with pytest.raises(ToolFailure, match=r"'colour\.txt/x' is not a directory"):
         listing(path="colour.txt/x")  # type: ignore[operator]
     (root / "empty").mkdir()
     with pytest.raises(ToolFailure, match="the workspace has no files"):
         tools_by_name(root / "empty")["read_file"](path="x.txt")  # type: ignore[operator]
+
+
+def test_listing_a_file_counts_its_lines_only_when_it_is_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "todo.txt").write_text("buy milk\ncall Ada\nfix the bike")  # no newline at the end
+    (tmp_path / "long.txt").write_text("line\n" * 20)
+    (tmp_path / "blank.txt").write_text("a\n\nb\n")
+    listing = tools_by_name(tmp_path, max_read_chars=50)["list_files"]
+    assert listing(path="todo.txt").endswith("\n['todo.txt' is a file of 3 lines: above is its text, as read_file gives it]")  # type: ignore[operator]
+    assert "is a file of 3 lines" in listing(path="blank.txt")  # type: ignore[operator]
+    # read in part: a count of the lines shown would be wrong for the file, so none is given
+    part = listing(path="long.txt")  # type: ignore[operator]
+    assert "read in part: bytes 0 to 50 of 100" in part
+    assert part.endswith("['long.txt' is a file, not a folder: above is its text, as read_file gives it]")
+    assert "lines" not in part
+
+
+def test_read_lines_switch_counts_a_whole_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shapeloop import workspace
+
+    (tmp_path / "todo.txt").write_text("buy milk\ncall Ada\n")
+    (tmp_path / "long.txt").write_text("line\n" * 20)
+    read = tools_by_name(tmp_path, max_read_chars=50)["read_file"]
+    assert read(path="todo.txt") == "buy milk\ncall Ada\n"  # type: ignore[operator]
+    monkeypatch.setattr(workspace, "READ_LINES", True)
+    assert read(path="todo.txt") == "buy milk\ncall Ada\n\n[the whole file: 2 lines]"  # type: ignore[operator]
+    assert "lines]" not in read(path="long.txt")  # type: ignore[operator]
 
 
 def test_missing_root_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:
