@@ -157,7 +157,8 @@ def test_listing_a_file_counts_its_lines_only_when_it_is_read_whole(tmp_path: Pa
     (tmp_path / "long.txt").write_text("line\n" * 20)
     (tmp_path / "blank.txt").write_text("a\n\nb\n")
     listing = tools_by_name(tmp_path, max_read_chars=50)["list_files"]
-    assert listing(path="todo.txt").endswith("\n['todo.txt' is a file of 3 lines: above is its text, as read_file gives it]")  # type: ignore[operator]
+    shown = listing(path="todo.txt")  # type: ignore[operator]
+    assert shown.endswith("fix the bike\n['todo.txt' is a file of 3 lines: above is its text, as read_file gives it]")
     assert "is a file of 3 lines" in listing(path="blank.txt")  # type: ignore[operator]
     # read in part: a count of the lines shown would be wrong for the file, so none is given
     part = listing(path="long.txt")  # type: ignore[operator]
