@@ -191,4 +191,5 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
     "list-not-a-folder": lambda: _patched(workspace, LIST_NOTE_LINES=False),
     "read-lines": lambda: _patched(workspace, READ_LINES=True),
+    "results-lead": lambda: _patched(loop, RESULTS_LEAD=True),
 }
