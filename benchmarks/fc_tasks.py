@@ -222,6 +222,12 @@ def says_any(*phrases: str) -> Check:
     return check
 
 
+def says_none(*phrases: str) -> Check:
+    """The answer says none of the phrases as whole words."""
+    found = says_any(*phrases)
+    return lambda answer, root: not found(answer, root)
+
+
 def all_of(*checks: Check) -> Check:
     """Every check passes."""
     return lambda answer, root: all(c(answer, root) for c in checks)
@@ -1712,7 +1718,9 @@ _CHOOSE = _tasks(
     ("air-quality", "What is the air quality index in Delhi right now?",
      _WEATHERS, _e(get_air_quality, city=("Delhi", "New Delhi", "Delhi, India")), has_number(187)),
     ("flight-status", "is flight LH 454 on time today??",
-     _TRAVEL, _e(get_flight_status, flight_number=("LH 454", "LH454")), says_word("delayed")),
+     _TRAVEL, _e(get_flight_status, flight_number=("LH 454", "LH454")),
+     all_of(says_any("delayed", "late", "not on time", "isn't on time", "no"),
+            says_none("not delayed", "isn't delayed", "not late", "no delay", "no delays", "is on time", "yes"))),
     ("search-flights", "Find flights from Oslo (OSL) to Rome (FCO) on 2025-06-12.",
      _TRAVEL, _e(search_flights, origin="OSL", destination="FCO", date="2025-06-12", passengers=(OMIT, 1)),
      says_any("SK4711", "FR2914", "AZ609", "SK 4711", "FR 2914", "AZ 609")),

@@ -302,6 +302,27 @@ def test_words_match_whole_words_only() -> None:
     assert says_word("t.ortega@corp.example")("Mail t.ortega@corp.example.", HERE)
 
 
+def test_a_yes_no_question_is_judged_by_what_the_answer_says_not_by_one_word() -> None:
+    """The task "is flight LH 454 on time today??": "delayed" was the one word taken, and "The flight LH 454 is
+    not on time today." was scored a failure while "LH 454 is not delayed." passed."""
+    check = next(t for t in CALL_TASKS if t.name == "flight-status").check
+    for right in (
+        "LH454: delayed 35 minutes, new departure 14:05, gate B22",
+        "The flight LH 454 is not on time today.",
+        "No, it leaves 35 minutes late.",
+        "It isn't on time: it is delayed by 35 minutes.",
+    ):
+        assert check(right, HERE), right
+    for wrong in (
+        "LH 454 is not delayed.",
+        "Yes, LH 454 is on time.",
+        "The flight is on time, with no delay.",
+        "LH 454 departs at 14:05 from gate B22.",
+        "",
+    ):
+        assert not check(wrong, HERE), wrong
+
+
 def test_numbers_match_whole_numbers_only() -> None:
     assert not has_number(23)("The code is 1234.", HERE) and not has_number(23)("23.5 degrees", HERE)
     assert has_number(709000)("About 709,000 people.", HERE) and has_number(-7)("It is -7 °C.", HERE)
