@@ -192,4 +192,5 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "list-not-a-folder": lambda: _patched(workspace, LIST_NOTE_LINES=False),
     "read-lines": lambda: _patched(workspace, READ_LINES=True),
     "results-lead": lambda: _patched(loop, RESULTS_LEAD=True),
+    "no-search": lambda: _patched(workspace, SEARCH_TOOL=False),
 }

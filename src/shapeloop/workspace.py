@@ -44,6 +44,10 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
 LIST_NOTE_LINES = True
 # read_file of a whole file says how many lines it has: small models cannot count the lines they read.
 READ_LINES = False
+# The file tools include search_files by default (workspace_tools(search=None)).
+SEARCH_TOOL = True
+_SEARCH_BYTES = 200_000  # read of each file searched
+_SEARCH_SHOWN = 40  # matching lines shown
 
 
 class Workspace:
@@ -66,6 +70,44 @@ class Workspace:
         self.root = real
         self._fd = os.open(real, _DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
+
+    def search(self, text: str, path: str = ".", *, max_shown: int = _SEARCH_SHOWN) -> str:
+        """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and
+        runs of spaces aside, each as ``file:line: text``, and a last line that counts them.
+
+        Hidden files are not searched, nor binary ones; a file is searched in its first 200 000 bytes.
+        """
+        needle = " ".join(text.split()).casefold()
+        if not needle:
+            raise ToolFailure('give the text to look for, e.g. text="ERROR"')
+        if self._is_file(path):
+            files, where, cut = [self.resolve(path)], repr(self.resolve(path)), False
+        else:
+            try:
+                listed = self.list(path).splitlines()
+            except _NotAFolder:
+                raise ToolFailure(f"there is no folder or file {path!r}{self._near(path)}") from None
+            cut = bool(listed) and listed[-1].startswith("[listing cut")
+            files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
+            where = "the workspace" if self.resolve(path) == "." else repr(self.resolve(path))
+        shown: builtins.list[str] = []
+        count, holding = 0, set[str]()
+        for name in files:
+            try:
+                content, _, _ = self._read(name, 0, _SEARCH_BYTES)
+            except ToolFailure:  # binary, gone, or not a plain file: nothing to search
+                continue
+            for number, line in enumerate(content.splitlines(), 1):
+                if needle in " ".join(line.split()).casefold():
+                    count, holding = count + 1, holding | {name}
+                    if len(shown) < max_shown:
+                        shown.append(f"{name}:{number}: {line.strip()[:200]}")
+        if not count:
+            return f"no line in {where} holds {text!r}" + ("; only part of it was searched" if cut else "")
+        files_said = repr(next(iter(holding))) if len(holding) == 1 else f"{len(holding)} files"
+        lines_said = "1 line" if count == 1 else f"{count} lines"
+        more = f", the first {len(shown)} shown" if count > len(shown) else ""
+        return "\n".join(shown) + f"\n[{lines_said} in {files_said} {'holds' if count == 1 else 'hold'} {text!r}{more}]"
 
     def resolve(self, path: str) -> str:
         """``path`` relative to the root, symlinks resolved, refusing anything that leaves the root."""
@@ -418,14 +460,20 @@ def _shown_name(name: str) -> str:
 
 
 def workspace_tools(
-    root: str | os.PathLike[str], *, write: bool = False, max_read_chars: int = 3000, max_append_chars: int = 4000
+    root: str | os.PathLike[str],
+    *,
+    write: bool = False,
+    search: bool | None = None,
+    max_read_chars: int = 3000,
+    max_append_chars: int = 4000,
 ) -> list[Tool]:
-    """File tools confined to ``root``: ``read_file``, ``list_files``, and with ``write=True``
-    ``append_note`` (which needs approval).
+    """File tools confined to ``root``: ``read_file``, ``list_files``, ``search_files``, and with
+    ``write=True`` ``append_note`` (which needs approval).
 
     Args:
         root: the workspace folder; it must exist.
         write: also offer ``append_note``.
+        search: offer ``search_files`` (the lines of the files that hold a text); the default is yes.
         max_read_chars: how much ``read_file`` returns at once (in bytes); a longer file is read in
             part, with a note giving the offset to read on from.
         max_append_chars: the most one ``append_note`` writes.
@@ -455,7 +503,19 @@ def workspace_tools(
         """
         return space.list(path, read_length=max_read_chars)
 
+    @tool
+    def search_files(text: str, path: str = ".") -> str:
+        """Find the lines of the workspace's files that hold a text (case aside), and count them.
+
+        Args:
+            text: the text to look for, e.g. "timeout".
+            path: the folder or file to search, relative to the workspace root; "." for all of it.
+        """
+        return space.search(text, path)
+
     tools = [read_file, list_files]
+    if SEARCH_TOOL if search is None else search:
+        tools.append(search_files)
     if write:
 
         @tool(needs_approval=True)
