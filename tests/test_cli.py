@@ -157,18 +157,19 @@ def test_chat_keeps_the_conversation_across_tasks_in_a_real_terminal(root: Path,
     transcript = tmp_path / "chat.jsonl"
     session = f"shapeloop-chat-{uuid.uuid4().hex[:8]}"
     command = (
-        f"{sys.executable} -m shapeloop.cli chat --root {root} --script {steps} --transcript {transcript}; sleep 30"
+        f"{sys.executable} -m shapeloop.cli chat --root {root} --script {steps} --transcript {transcript}; "
+        "echo chat-ended-$?; sleep 30"
     )
     _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", command)
     try:
         _wait_for(session, "you>")
         _tmux("send-keys", "-t", session, "What colour is in colour.txt?", "Enter")
-        screen = _wait_for(session, "answered after 2 steps")
-        assert "\nteal\n" in screen
+        _wait_for(session, "answered after 2 steps")
         _tmux("send-keys", "-t", session, "Are you sure?", "Enter")
         _wait_for(session, "still teal")
         _tmux("send-keys", "-t", session, "C-d", "")
-        time.sleep(0.5)
+        screen = _wait_for(session, "chat-ended-")  # the chat has exited: its transcript is whole
+        assert "\nteal\n" in screen and "chat-ended-0" in screen
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
     entries = [json.loads(line) for line in transcript.read_text().splitlines()]
