@@ -200,6 +200,25 @@ def test_search_gives_each_line_that_holds_the_text_and_counts_them(tmp_path: Pa
         search(text="x", path="nope")  # type: ignore[operator]
 
 
+def test_a_search_no_line_holds_falls_back_to_lines_that_hold_one_of_its_words(tmp_path: Path) -> None:
+    (tmp_path / "settings.ini").write_text("[server]\nport = 8080\nreport = daily\n")
+    search = tools_by_name(tmp_path)["search_files"]
+    # "report" holds "port", but not as a word
+    assert search(text="server  port") == (  # type: ignore[operator]
+        "[no line in the workspace holds 'server  port'; these lines hold one of its words, 'server', 'port']\n"
+        "settings.ini:1: [server]\nsettings.ini:2: port = 8080\n"
+        "[2 lines in 'settings.ini' hold one of its words, 'server', 'port']"
+    )
+    assert search(text="the port") == (  # type: ignore[operator]
+        "[no line in the workspace holds 'the port'; these lines hold 'port']\nsettings.ini:2: port = 8080\n"
+        "[1 line in 'settings.ini' holds 'port']"
+    )
+    # a phrase found is not spread out; words that are all missing say so
+    assert search(text="port = 8080").count("\n") == 1  # type: ignore[operator]
+    assert search(text="client host") == "no line in the workspace holds one of its words, 'client', 'host'"  # type: ignore[operator]
+    assert search(text="daily").startswith("settings.ini:3:")  # type: ignore[operator]
+
+
 def test_search_shows_at_most_its_limit_and_says_how_many_there_were(tmp_path: Path) -> None:
     from shapeloop.workspace import Workspace
 

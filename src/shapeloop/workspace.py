@@ -22,7 +22,7 @@ import re
 import stat
 import weakref
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
@@ -48,6 +48,12 @@ READ_LINES = False
 SEARCH_TOOL = True
 _SEARCH_BYTES = 200_000  # read of each file searched
 _SEARCH_SHOWN = 40  # matching lines shown
+# words a search for several words does not fall back to alone
+_FUNCTION_WORDS = frozenset(
+    ("the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its", "into",
+     "not", "but", "any", "all", "which", "what", "who", "where", "when", "how", "does", "did", "file", "files",
+     "line", "lines")
+)  # fmt: skip
 
 
 class Workspace:
@@ -73,7 +79,9 @@ class Workspace:
 
     def search(self, text: str, path: str = ".", *, max_shown: int = _SEARCH_SHOWN) -> str:
         """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and
-        runs of spaces aside, each as ``file:line: text``, and a last line that counts them.
+        runs of spaces aside, each as ``file:line: text``, and a last line that counts them. Where no
+        line holds a text of several words, the lines that hold one of them as a word: small models
+        searched a phrase of the task ("server port") where the file said ``port = 8080``.
 
         Hidden files are not searched, nor binary ones; a file is searched in its first 200 000 bytes.
         """
@@ -83,13 +91,32 @@ class Workspace:
         if self._is_file(path):
             files, where, cut = [self.resolve(path)], repr(self.resolve(path)), False
         else:
-            try:
-                listed = self.list(path).splitlines()
-            except _NotAFolder:
-                raise ToolFailure(f"there is no folder or file {path!r}{self._near(path)}") from None
+            listed = self.list(path).splitlines()
             cut = bool(listed) and listed[-1].startswith("[listing cut")
             files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
             where = "the workspace" if self.resolve(path) == "." else repr(self.resolve(path))
+        shown, count, holding = self._lines_holding(files, lambda line: needle in line, max_shown)
+        said = f"{text!r}"
+        if not count:
+            words = [w for w in dict.fromkeys(re.findall(r"\w+", needle)) if len(w) > 2 and w not in _FUNCTION_WORDS]
+            if len(words) > 1 or (words and words[0] != needle):
+                any_word = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
+                shown, count, holding = self._lines_holding(files, any_word.search, max_shown)
+                said = repr(words[0]) if len(words) == 1 else "one of its words, " + ", ".join(map(repr, words))
+                if count:
+                    shown.insert(0, f"[no line in {where} holds {text!r}; these lines hold {said}]")
+        if not count:
+            return f"no line in {where} holds {said}" + ("; only part of it was searched" if cut else "")
+        files_said = repr(next(iter(holding))) if len(holding) == 1 else f"{len(holding)} files"
+        lines_said = "1 line" if count == 1 else f"{count} lines"
+        more = f", the first {max_shown} shown" if count > max_shown else ""
+        return "\n".join(shown) + f"\n[{lines_said} in {files_said} {'holds' if count == 1 else 'hold'} {said}{more}]"
+
+    def _lines_holding(
+        self, files: Iterable[str], holds: Callable[[str], object], max_shown: int
+    ) -> tuple[builtins.list[str], int, set[str]]:
+        """The first ``max_shown`` lines of ``files`` that ``holds`` (given a line casefolded, spaces
+        run together) as ``file:line: text``, how many lines hold, and the files that hold them."""
         shown: builtins.list[str] = []
         count, holding = 0, set[str]()
         for name in files:
@@ -98,16 +125,11 @@ class Workspace:
             except ToolFailure:  # binary, gone, or not a plain file: nothing to search
                 continue
             for number, line in enumerate(content.splitlines(), 1):
-                if needle in " ".join(line.split()).casefold():
+                if holds(" ".join(line.split()).casefold()):
                     count, holding = count + 1, holding | {name}
                     if len(shown) < max_shown:
                         shown.append(f"{name}:{number}: {line.strip()[:200]}")
-        if not count:
-            return f"no line in {where} holds {text!r}" + ("; only part of it was searched" if cut else "")
-        files_said = repr(next(iter(holding))) if len(holding) == 1 else f"{len(holding)} files"
-        lines_said = "1 line" if count == 1 else f"{count} lines"
-        more = f", the first {len(shown)} shown" if count > len(shown) else ""
-        return "\n".join(shown) + f"\n[{lines_said} in {files_said} {'holds' if count == 1 else 'hold'} {text!r}{more}]"
+        return shown, count, holding
 
     def resolve(self, path: str) -> str:
         """``path`` relative to the root, symlinks resolved, refusing anything that leaves the root."""
