@@ -179,59 +179,6 @@ def test_read_lines_switch_counts_a_whole_file_only(tmp_path: Path, monkeypatch:
     assert "lines]" not in read(path="long.txt")  # type: ignore[operator]
 
 
-def test_search_gives_each_line_that_holds_the_text_and_counts_them(tmp_path: Path) -> None:
-    (tmp_path / "log").mkdir()
-    (tmp_path / "log" / "app.log").write_text("INFO start\nERROR disk  full\ninfo retry\nERROR again\n")
-    (tmp_path / "notes.txt").write_text("the error was fixed\n")
-    search = tools_by_name(tmp_path)["search_files"]
-    # case aside, and runs of spaces as one
-    assert search(text="error") == (  # type: ignore[operator]
-        "log/app.log:2: ERROR disk  full\nlog/app.log:4: ERROR again\nnotes.txt:1: the error was fixed\n"
-        "[3 lines in 2 files hold 'error']"
-    )
-    assert search(text="info", path="log/app.log").endswith("[2 lines in 'log/app.log' hold 'info']")  # type: ignore[operator]
-    assert search(text="disk full", path="log") == (  # type: ignore[operator]
-        "log/app.log:2: ERROR disk  full\n[1 line in 'log/app.log' holds 'disk full']"
-    )
-    assert search(text="wolf", path="log") == "no line in 'log' holds 'wolf'"  # type: ignore[operator]
-    with pytest.raises(ToolFailure, match="give the text to look for"):
-        search(text="  ")  # type: ignore[operator]
-    with pytest.raises(ToolFailure, match="there is no folder 'nope'"):
-        search(text="x", path="nope")  # type: ignore[operator]
-
-
-def test_a_search_no_line_holds_falls_back_to_lines_that_hold_one_of_its_words(tmp_path: Path) -> None:
-    (tmp_path / "settings.ini").write_text("[server]\nport = 8080\nreport = daily\n")
-    search = tools_by_name(tmp_path)["search_files"]
-    # "report" holds "port", but not as a word
-    assert search(text="server  port") == (  # type: ignore[operator]
-        "[no line in the workspace holds 'server  port'; these lines hold one of its words, 'server', 'port']\n"
-        "settings.ini:1: [server]\nsettings.ini:2: port = 8080\n"
-        "[2 lines in 'settings.ini' hold one of its words, 'server', 'port']"
-    )
-    assert search(text="the port") == (  # type: ignore[operator]
-        "[no line in the workspace holds 'the port'; these lines hold 'port']\nsettings.ini:2: port = 8080\n"
-        "[1 line in 'settings.ini' holds 'port']"
-    )
-    # a phrase found is not spread out; words that are all missing say so
-    assert search(text="port = 8080").count("\n") == 1  # type: ignore[operator]
-    assert search(text="client host") == "no line in the workspace holds one of its words, 'client', 'host'"  # type: ignore[operator]
-    assert search(text="daily").startswith("settings.ini:3:")  # type: ignore[operator]
-
-
-def test_search_shows_at_most_its_limit_and_says_how_many_there_were(tmp_path: Path) -> None:
-    from shapeloop.workspace import Workspace
-
-    (tmp_path / "many.txt").write_text("hit\n" * 7)
-    shown = Workspace(tmp_path).search("HIT", max_shown=3)
-    assert shown.splitlines() == [
-        "many.txt:1: hit",
-        "many.txt:2: hit",
-        "many.txt:3: hit",
-        "[7 lines in 'many.txt' hold 'HIT', the first 3 shown]",
-    ]
-
-
 def test_search_files_can_be_left_out(tmp_path: Path) -> None:
     assert "search_files" not in {t.name for t in workspace_tools(tmp_path, search=False)}
 

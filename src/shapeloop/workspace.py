@@ -22,10 +22,11 @@ import re
 import stat
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop.errors import OutsideWorkspace, ToolFailure
+from shapeloop.search import search as search_text
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, tool
 
@@ -46,14 +47,6 @@ LIST_NOTE_LINES = True
 READ_LINES = False
 # The file tools include search_files by default (workspace_tools(search=None)).
 SEARCH_TOOL = True
-_SEARCH_BYTES = 200_000  # read of each file searched
-_SEARCH_SHOWN = 40  # matching lines shown
-# words a search for several words does not fall back to alone
-_FUNCTION_WORDS = frozenset(
-    ("the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its", "into",
-     "not", "but", "any", "all", "which", "what", "who", "where", "when", "how", "does", "did", "file", "files",
-     "line", "lines")
-)  # fmt: skip
 
 
 class Workspace:
@@ -77,59 +70,39 @@ class Workspace:
         self._fd = os.open(real, _DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
 
-    def search(self, text: str, path: str = ".", *, max_shown: int = _SEARCH_SHOWN) -> str:
-        """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and
-        runs of spaces aside, each as ``file:line: text``, and a last line that counts them. Where no
-        line holds a text of several words, the lines that hold one of them as a word: small models
-        searched a phrase of the task ("server port") where the file said ``port = 8080``.
+    def files_under(self, path: str, *, limit: int) -> tuple[builtins.list[str], bool]:
+        """The files under the folder ``path``, recursively, as paths relative to the root with symlinks
+        resolved (each once), leaving out hidden ones (also where a symlink leads to one) and any a
+        symlink leads out of the root to; at most ``limit``, and whether there were more."""
+        try:
+            fd, shown = self._open(path, _DIR_FLAGS)
+        except _NotFound:
+            raise ToolFailure(f"there is no file or folder {path!r}{self._near(path)}") from None
+        except _NotAFolder:
+            raise ToolFailure(f"{path!r} is neither a folder nor a text file") from None
+        prefix = "" if shown == "." else shown + "/"
+        found: dict[str, None] = {}
+        try:
+            for current, dirs, files, _ in os.fwalk(".", dir_fd=fd):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                here = prefix + current[2:] + "/" if current != "." else prefix
+                for name in sorted(f for f in files if not f.startswith(".")):
+                    try:
+                        real = self.resolve(here + name)
+                    except ToolFailure:  # a symlink out, a loop
+                        continue
+                    if not any(part.startswith(".") for part in real.split("/")) and self.is_file(real):
+                        found[real] = None
+                    if len(found) > limit:
+                        return sorted(found)[:limit], True
+        finally:
+            os.close(fd)
+        return sorted(found), False
 
-        Hidden files are not searched, nor binary ones; a file is searched in its first 200 000 bytes.
-        """
-        needle = " ".join(text.split()).casefold()
-        if not needle:
-            raise ToolFailure('give the text to look for, e.g. text="ERROR"')
-        if self._is_file(path):
-            files, where, cut = [self.resolve(path)], repr(self.resolve(path)), False
-        else:
-            listed = self.list(path).splitlines()
-            cut = bool(listed) and listed[-1].startswith("[listing cut")
-            files = [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
-            where = "the workspace" if self.resolve(path) == "." else repr(self.resolve(path))
-        shown, count, holding = self._lines_holding(files, lambda line: needle in line, max_shown)
-        said = f"{text!r}"
-        if not count:
-            words = [w for w in dict.fromkeys(re.findall(r"\w+", needle)) if len(w) > 2 and w not in _FUNCTION_WORDS]
-            if len(words) > 1 or (words and words[0] != needle):
-                any_word = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
-                shown, count, holding = self._lines_holding(files, any_word.search, max_shown)
-                said = repr(words[0]) if len(words) == 1 else "one of its words, " + ", ".join(map(repr, words))
-                if count:
-                    shown.insert(0, f"[no line in {where} holds {text!r}; these lines hold {said}]")
-        if not count:
-            return f"no line in {where} holds {said}" + ("; only part of it was searched" if cut else "")
-        files_said = repr(next(iter(holding))) if len(holding) == 1 else f"{len(holding)} files"
-        lines_said = "1 line" if count == 1 else f"{count} lines"
-        more = f", the first {max_shown} shown" if count > max_shown else ""
-        return "\n".join(shown) + f"\n[{lines_said} in {files_said} {'holds' if count == 1 else 'hold'} {said}{more}]"
-
-    def _lines_holding(
-        self, files: Iterable[str], holds: Callable[[str], object], max_shown: int
-    ) -> tuple[builtins.list[str], int, set[str]]:
-        """The first ``max_shown`` lines of ``files`` that ``holds`` (given a line casefolded, spaces
-        run together) as ``file:line: text``, how many lines hold, and the files that hold them."""
-        shown: builtins.list[str] = []
-        count, holding = 0, set[str]()
-        for name in files:
-            try:
-                content, _, _ = self._read(name, 0, _SEARCH_BYTES)
-            except ToolFailure:  # binary, gone, or not a plain file: nothing to search
-                continue
-            for number, line in enumerate(content.splitlines(), 1):
-                if holds(" ".join(line.split()).casefold()):
-                    count, holding = count + 1, holding | {name}
-                    if len(shown) < max_shown:
-                        shown.append(f"{name}:{number}: {line.strip()[:200]}")
-        return shown, count, holding
+    def read_start(self, path: str, length: int) -> tuple[str, bool]:
+        """Up to ``length`` bytes of a text file from its start, and whether that is the whole file."""
+        text, _, whole = self._read(path, 0, length)
+        return text, whole
 
     def resolve(self, path: str) -> str:
         """``path`` relative to the root, symlinks resolved, refusing anything that leaves the root."""
@@ -195,7 +168,7 @@ class Workspace:
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
         except _NotAFolder:
-            if not self._is_file(path):
+            if not self.is_file(path):
                 raise
             text, notes, whole = self._read(path, 0, read_length)
             if LIST_NOTE_LINES and whole:
@@ -297,7 +270,8 @@ class Workspace:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
 
-    def _is_file(self, path: str) -> bool:
+    def is_file(self, path: str) -> bool:
+        """Whether ``path`` is a regular file inside the root (symlinks resolved)."""
         try:
             fd, _ = self._open(path, os.O_RDONLY)
         except ToolFailure:
@@ -533,7 +507,7 @@ def workspace_tools(
             text: the text to look for, e.g. "timeout".
             path: the folder or file to search, relative to the workspace root; "." for all of it.
         """
-        return space.search(text, path)
+        return search_text(space, text, path)
 
     tools = [read_file, list_files]
     if SEARCH_TOOL if search is None else search:

@@ -1,0 +1,147 @@
+"""``search_files``: the lines of a workspace's files that hold a text, counted.
+
+Small models cannot count the lines they read ("How many lines of log/app.log contain ERROR?"), nor
+find a file by what it says without reading every file; a search gives both. Where no line holds a
+phrase of several words, the lines that hold one of its words are given instead: qwen2.5-coder-1.5b
+searched "server port" where the file said ``port = 8080``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from shapeloop.errors import ToolFailure
+from shapeloop.text import escape_surrogates
+
+if TYPE_CHECKING:
+    from shapeloop.workspace import Workspace
+
+MAX_FILES = 1000  # files searched at most
+MAX_BYTES = 200_000  # read of each file
+MAX_SHOWN = 40  # matching lines shown
+_SHOWN_CHARS = 200  # of each line shown
+_SAID_CHARS = 100  # of the text, where the result repeats it
+_MAX_WORDS = 8  # words the fallback looks for
+# words a text of several words does not fall back to
+_FUNCTION_WORDS = frozenset(
+    ("the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its", "into",
+     "not", "but", "any", "all", "which", "what", "who", "where", "when", "how", "does", "did", "file", "files",
+     "line", "lines")
+)  # fmt: skip
+
+# where a line holds what is looked for, or None
+Finder = Callable[[str], "int | None"]
+
+
+@dataclass
+class _Found:
+    shown: list[str] = field(default_factory=list)
+    count: int = 0
+    files: dict[str, None] = field(default_factory=dict)
+
+
+def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX_SHOWN) -> str:
+    """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and runs
+    of spaces aside, each as ``file:line: text``, and a last line that counts them and says what was
+    left unsearched. Hidden files are not searched, nor binary ones where a folder is searched; a file
+    named alone that cannot be read is an error, as with ``read_file``."""
+    needle = " ".join(text.split()).casefold()
+    if not needle:
+        raise ToolFailure('give the text to look for, e.g. text="timeout"')
+    if space.is_file(path):
+        named = space.resolve(path)
+        texts, cut, where = [(named, *space.read_start(named, MAX_BYTES))], False, repr(escape_surrogates(named))
+    else:
+        files, cut = space.files_under(path, limit=MAX_FILES)
+        texts = list(_readable(space, files))
+        where = "the workspace" if space.resolve(path) == "." else repr(escape_surrogates(space.resolve(path)))
+    said = repr(_clip(" ".join(text.split()), _SAID_CHARS))
+    found = _holding(texts, lambda line: _at(line.find(needle)), max_shown)
+    header = ""
+    if not found.count:
+        words = [w for w in dict.fromkeys(re.findall(r"\w+", needle)) if len(w) > 2 and w not in _FUNCTION_WORDS]
+        words = words[:_MAX_WORDS]
+        if len(words) > 1 or (words and words[0] != needle):
+            pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
+            found = _holding(texts, lambda line: _at(m.start()) if (m := pattern.search(line)) else None, max_shown)
+            listed = ", ".join(map(repr, words))
+            header = f"no line in {where} holds {said}; " + (
+                f"these hold {listed}" if len(words) == 1 else f"these hold one of its words ({listed})"
+            )
+            if not found.count:
+                nor = listed if len(words) == 1 else f"any of its words ({listed})"
+                return f"no line in {where} holds {said}, nor {nor}" + _notes(texts, cut)
+            said = listed if len(words) == 1 else "one of those words"
+    if not found.count:
+        return f"no line in {where} holds {said}" + _notes(texts, cut)
+    files_said = (
+        repr(escape_surrogates(next(iter(found.files)))) if len(found.files) == 1 else f"{len(found.files)} files"
+    )
+    lines_said = "1 line" if found.count == 1 else f"{found.count} lines"
+    more = f", the first {max_shown} shown" if found.count > max_shown else ""
+    summary = (
+        f"[{lines_said} in {files_said} {'holds' if found.count == 1 else 'hold'} {said}{more}{_notes(texts, cut)}]"
+    )
+    return "\n".join(([f"[{header}]"] if header else []) + found.shown + [summary])
+
+
+def _readable(space: Workspace, files: list[str]) -> list[tuple[str, str, bool]]:
+    """Each file's name, its text (from the start) and whether that is all of it; not the files that
+    cannot be read as text (binary, gone since)."""
+    texts = []
+    for name in files:
+        try:
+            texts.append((name, *space.read_start(name, MAX_BYTES)))
+        except ToolFailure:
+            continue
+    return texts
+
+
+def _holding(texts: list[tuple[str, str, bool]], finder: Finder, max_shown: int) -> _Found:
+    """The lines of ``texts`` where ``finder`` finds what is looked for (in a line casefolded, runs of
+    spaces as one), the first ``max_shown`` of them shown around what was found."""
+    found = _Found()
+    for name, content, _ in texts:
+        for number, raw in enumerate(content.split("\n"), 1):
+            line = raw.rstrip("\r")
+            at = finder(" ".join(line.split()).casefold())
+            if at is None:
+                continue
+            found.count += 1
+            found.files[name] = None
+            if len(found.shown) < max_shown:
+                found.shown.append(f"{escape_surrogates(name)}:{number}: {_around(line.strip(), at)}")
+    return found
+
+
+def _at(index: int) -> int | None:
+    return None if index < 0 else index
+
+
+def _around(line: str, at: int) -> str:
+    """The line, cut to its shown length around the place ``at`` (in the line with its spaces run
+    together, so near enough)."""
+    if len(line) <= _SHOWN_CHARS:
+        return line
+    start = max(0, min(at - _SHOWN_CHARS // 4, len(line) - _SHOWN_CHARS))
+    return ("..." if start else "") + line[start : start + _SHOWN_CHARS] + "..."
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most] + "..."
+
+
+def _notes(texts: list[tuple[str, str, bool]], cut: bool) -> str:
+    """What was left unsearched: files past the limit, and the ends of long files."""
+    notes = []
+    if cut:
+        notes.append(f"only the first {MAX_FILES} files were searched: search a folder within to see the rest")
+    partly = [name for name, _, whole in texts if not whole]
+    if len(partly) == 1:
+        notes.append(f"only the first {MAX_BYTES} bytes of {escape_surrogates(partly[0])!r} were searched")
+    elif partly:
+        notes.append(f"only the first {MAX_BYTES} bytes of {len(partly)} long files were searched")
+    return "".join(f"; {note}" for note in notes)
