@@ -504,7 +504,7 @@ def workspace_tools(
         """Find the lines of the workspace's files that hold a text (case aside), and count them.
 
         Args:
-            text: the text to look for, as the files would write it.
+            text: the text to look for, e.g. "timeout".
             path: the folder or file to search, relative to the workspace root; "." for all of it.
         """
         return search_text(space, text, path)
