@@ -190,7 +190,5 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "all-optional-args": lambda: _patched(offer, ASKED_ONLY=False),
     "no-loop-copy-check": lambda: _patched(prompts, copies_loop=lambda answer, loop_words, seen: False),
     "list-not-a-folder": lambda: _patched(workspace, LIST_NOTE_LINES=False),
-    "read-lines": lambda: _patched(workspace, READ_LINES=True),
-    "results-lead": lambda: _patched(loop, RESULTS_LEAD=True),
     "no-search": lambda: _patched(workspace, SEARCH_TOOL=False),
 }

@@ -1044,22 +1044,6 @@ def test_an_answer_the_step_has_to_give_after_a_good_result_has_its_reason_led_b
         loop_module.ANSWER_LEAD = saved
 
 
-def test_after_results_that_differ_the_lead_speaks_of_every_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    import shapeloop.loop as loop_module
-
-    monkeypatch.setattr(loop_module, "RESULTS_LEAD", True)
-    script = [tool_step("lookup", key="colour"), tool_step("lookup", key="size"), tool_step("lookup", key="size"),
-              answer_step("Red and large.", reason="The results say red and large")]  # fmt: skip
-    brain = ScriptedBrain(script)
-    assert run_agent(brain, [lookup], "Which colour and size?").answer == "Red and large."
-    assert _reason_patterns(brain.asked[3].schema) == {'^The results say[^\\x00-\\x1f"\\\\]*$'}
-    # one result, read twice, is one result
-    brain = ScriptedBrain([tool_step("lookup", key="colour"), tool_step("lookup", key="colour"),
-                           answer_step("Red.", reason="The result says red")])  # fmt: skip
-    run_agent(brain, [lookup], "Which colour?")
-    assert _reason_patterns(brain.asked[2].schema) == {'^The result says[^\\x00-\\x1f"\\\\]*$'}
-
-
 def _reason_patterns(schema: Any) -> set[str]:
     return {v["properties"]["reason"].get("pattern") for v in schema.get("anyOf", [schema])} - {None}
 

@@ -167,18 +167,6 @@ def test_listing_a_file_counts_its_lines_only_when_it_is_read_whole(tmp_path: Pa
     assert "lines" not in part
 
 
-def test_read_lines_switch_counts_a_whole_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from shapeloop import workspace
-
-    (tmp_path / "todo.txt").write_text("buy milk\ncall Ada\n")
-    (tmp_path / "long.txt").write_text("line\n" * 20)
-    read = tools_by_name(tmp_path, max_read_chars=50)["read_file"]
-    assert read(path="todo.txt") == "buy milk\ncall Ada\n"  # type: ignore[operator]
-    monkeypatch.setattr(workspace, "READ_LINES", True)
-    assert read(path="todo.txt") == "buy milk\ncall Ada\n\n[the whole file: 2 lines]"  # type: ignore[operator]
-    assert "lines]" not in read(path="long.txt")  # type: ignore[operator]
-
-
 def test_search_files_can_be_left_out(tmp_path: Path) -> None:
     assert "search_files" not in {t.name for t in workspace_tools(tmp_path, search=False)}
 

@@ -66,9 +66,6 @@ REPEAT_HOLD = True
 # An answer the step has to give after one call's good result has its reason begin "The result says"
 # (prompts.ANSWER_LEAD): the model goes on with what the result says. Not after a batch.
 ANSWER_LEAD = True
-# After good results that differ, the lead reads "The results say" (prompts.RESULTS_LEAD): led to one
-# result, a model asked which of two files names the bigger city answered from the last file alone.
-RESULTS_LEAD = False
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -282,7 +279,6 @@ class _Run:
     only: frozenset[str] | None = None
     called: list[ToolCall] = field(default_factory=list)  # the calls made so far
     last_result: ToolResult | None = None  # the last single call's result
-    good: set[str] = field(default_factory=set)  # the text of each good result
     opened: int = 0  # the messages before the first step: what the loop said after them is feedback
     # tools refused for a made-up id or value since the last call that ran
     blocked: frozenset[str] = frozenset()
@@ -440,8 +436,7 @@ class _Run:
             if self.must_answer:
                 schema = self.offer.schema(frozenset(self.toolbox.tools), True, given)
                 if ANSWER_LEAD and self.last_result is not None and self.last_result.status is ToolStatus.OK:
-                    several = RESULTS_LEAD and len(self.good) > 1
-                    schema = led(schema, prompts.RESULTS_LEAD if several else prompts.ANSWER_LEAD)
+                    schema = led(schema, prompts.ANSWER_LEAD)
             elif self.only is not None:
                 excluded = frozenset(self.toolbox.tools) - self.only
                 schema = self.offer.schema(excluded, not self.must_call, given, checked, asked)
@@ -490,8 +485,6 @@ class _Run:
         self.given.append(result.text)
         self.called.append(call)
         self.last_result = result
-        if result.status is ToolStatus.OK:
-            self.good.add(result.text)
         record = self._record(result)
         self.barren.reset()
         self.last_failure = _failure(result)
@@ -605,7 +598,6 @@ class _Run:
         results = self.toolbox.run_batch(calls, seconds_left=self.budget.remaining(), seen=self._given())
         self.results += len(results)
         self.given += [result.text for result in results]
-        self.good |= {result.text for result in results if result.status is ToolStatus.OK}
         self.called += calls
         self.last_result = None
         records = [self._record(result) for result in results]

@@ -419,7 +419,6 @@ def how_many_feedback() -> str:
 # and -1.5b, made to answer with the text of notes/todo.txt or readme.md in view, began "The result
 # does not answer the task" and answered with an error they made up, or with that sentence.
 ANSWER_LEAD = "The result says"
-RESULTS_LEAD = "The results say"
 
 
 def left_unread_feedback(takers: Sequence[tuple[str, str, Sequence[str]]]) -> str:

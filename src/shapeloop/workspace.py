@@ -43,8 +43,6 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
 # list_files on a file says how many lines the file has; without it, the note said "not a folder",
 # and a model asked how many lines the file has answered that it has none.
 LIST_NOTE_LINES = True
-# read_file of a whole file says how many lines it has: small models cannot count the lines they read.
-READ_LINES = False
 # The file tools include search_files by default (workspace_tools(search=None)).
 SEARCH_TOOL = True
 
@@ -116,7 +114,7 @@ class Workspace:
         Bytes that are not UTF-8 are shown as ``\\xNN``; a file with NUL bytes is refused as binary.
         """
         try:
-            text, notes, whole = self._read(path, offset, length)
+            text, notes, _ = self._read(path, offset, length)
         except _NotFound as exc:
             # the one file the path can mean, read as what it is (reading is safe; writing never guesses)
             twin = self._twin(path)
@@ -127,8 +125,6 @@ class Workspace:
                 text = self.read_text(namesake, offset=offset, length=length)
                 return f"[there is no {path!r}; {namesake!r} is the one file with a name like it, read instead]\n{text}"
             raise ToolFailure(f"{exc}{self._near(path)}") from None
-        if READ_LINES and whole and text:
-            notes.append(f"the whole file: {_lines(text)}")
         return text + "".join(f"\n[{note}]" for note in notes)
 
     def _read(self, path: str, offset: int, length: int) -> tuple[str, builtins.list[str], bool]:
