@@ -195,6 +195,11 @@ def has_number(value: float, *, tolerance: float = 0.0) -> Check:
     return check
 
 
+def _flat(answer: str) -> str:
+    """An answer casefolded, its typographic apostrophes written as "'" ("isn’t" as "isn't")."""
+    return answer.casefold().replace("\u2019", "'")
+
+
 def _word(phrase: str) -> re.Pattern[str]:
     parts = [re.escape(part) for part in phrase.casefold().split()]
     return re.compile(r"(?<!\w)" + r"\s+".join(parts) + r"(?!\w)")
@@ -205,7 +210,7 @@ def says_word(*phrases: str) -> Check:
     patterns = [_word(p) for p in phrases]
 
     def check(answer: str, root: Path) -> bool:
-        flat = answer.casefold()
+        flat = _flat(answer)
         return all(p.search(flat) for p in patterns)
 
     return check
@@ -216,7 +221,7 @@ def says_any(*phrases: str) -> Check:
     patterns = [_word(p) for p in phrases]
 
     def check(answer: str, root: Path) -> bool:
-        flat = answer.casefold()
+        flat = _flat(answer)
         return any(p.search(flat) for p in patterns)
 
     return check
@@ -226,6 +231,12 @@ def says_none(*phrases: str) -> Check:
     """The answer says none of the phrases as whole words."""
     found = says_any(*phrases)
     return lambda answer, root: not found(answer, root)
+
+
+def begins_with_word(word: str) -> Check:
+    """The answer's first word is ``word`` ("No, it is 35 minutes late."), case aside."""
+    pattern = re.compile(r"\W*" + re.escape(word.casefold()) + r"(?!\w)")
+    return lambda answer, root: pattern.match(_flat(answer)) is not None
 
 
 def all_of(*checks: Check) -> Check:
@@ -1719,8 +1730,9 @@ _CHOOSE = _tasks(
      _WEATHERS, _e(get_air_quality, city=("Delhi", "New Delhi", "Delhi, India")), has_number(187)),
     ("flight-status", "is flight LH 454 on time today??",
      _TRAVEL, _e(get_flight_status, flight_number=("LH 454", "LH454")),
-     all_of(says_any("delayed", "late", "not on time", "isn't on time", "no"),
-            says_none("not delayed", "isn't delayed", "not late", "no delay", "no delays", "is on time", "yes"))),
+     all_of(any_of(says_any("delayed", "late", "not on time", "isn't on time"), begins_with_word("no")),
+            says_none("not delayed", "isn't delayed", "not late", "no delay", "no delays", "is on time",
+                      "on schedule", "no information", "no flight", "not found", "yes"))),
     ("search-flights", "Find flights from Oslo (OSL) to Rome (FCO) on 2025-06-12.",
      _TRAVEL, _e(search_flights, origin="OSL", destination="FCO", date="2025-06-12", passengers=(OMIT, 1)),
      says_any("SK4711", "FR2914", "AZ609", "SK 4711", "FR 2914", "AZ 609")),

@@ -318,6 +318,10 @@ def test_a_yes_no_question_is_judged_by_what_the_answer_says_not_by_one_word() -
         "Yes, LH 454 is on time.",
         "The flight is on time, with no delay.",
         "LH 454 departs at 14:05 from gate B22.",
+        "I have no information about flight LH 454.",
+        "No flight LH 454 was found today.",
+        "LH 454 is scheduled on time, no changes.",
+        "LH 454 isn\u2019t delayed.",
         "",
     ):
         assert not check(wrong, HERE), wrong

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from shapeloop import OutsideWorkspace, ToolFailure, Workspace, workspace_tools
+from shapeloop import OutsideWorkspace, Tool, ToolFailure, Workspace, workspace_tools
 from shapeloop import search as search_module
 from shapeloop.search import search
 
 
-def tool(root: Path):  # type: ignore[no-untyped-def]
+def tool(root: Path) -> Tool:
     return {t.name: t for t in workspace_tools(root)}["search_files"]
 
 
@@ -20,9 +20,9 @@ def test_each_line_that_holds_the_text_is_given_with_its_file_and_number_and_cou
     (tmp_path / "log" / "app.log").write_text("INFO start\nERROR disk  full\ninfo retry\r\nERROR again\n")
     (tmp_path / "notes.txt").write_text("the error was fixed\n")
     find = tool(tmp_path)
-    # case aside, and runs of spaces as one
+    # case aside, and runs of spaces as one (shown as one)
     assert find(text="error") == (
-        "log/app.log:2: ERROR disk  full\nlog/app.log:4: ERROR again\nnotes.txt:1: the error was fixed\n"
+        "log/app.log:2: ERROR disk full\nlog/app.log:4: ERROR again\nnotes.txt:1: the error was fixed\n"
         "[3 lines in 2 files hold 'error']"
     )
     assert find(text="info", path="log/app.log") == (
@@ -65,8 +65,8 @@ def test_what_was_left_unsearched_is_said_with_the_count(tmp_path: Path, monkeyp
     many = search(space, "hit", max_shown=2)
     assert many.splitlines()[:2] == ["f0.txt:1: hit 0", "f1.txt:1: hit 1"]
     assert many.splitlines()[-1] == (
-        "[3 lines in 3 files hold 'hit', the first 2 shown; only the first 3 files were searched: search a folder "
-        "within to see the rest]"
+        "[3 lines in 3 files hold 'hit', the first 2 shown; not every file was searched (at most 3, in folders at "
+        "most 64 deep): search a folder within to see the rest]"
     )
     assert search(space, "hit", "long.txt") == (
         "long.txt:1: hit\n[1 line in 'long.txt' holds 'hit'; only the first 40 bytes of 'long.txt' were searched]"
@@ -90,7 +90,10 @@ def test_a_file_named_alone_that_cannot_be_read_is_an_error_not_an_empty_search(
     (tmp_path / "a.txt").write_text("no\n")
     with pytest.raises(ToolFailure, match="binary"):
         tool(tmp_path)(text="needle", path="blob.bin")
-    assert tool(tmp_path)(text="needle") == "no line in the workspace holds 'needle'"  # a binary file is passed over
+    # in a folder, a binary file is passed over, and the result says so
+    assert tool(tmp_path)(text="needle") == (
+        "no line in the workspace holds 'needle'; 1 file that could not be read as text passed over"
+    )
 
 
 def test_long_texts_are_not_repeated_whole(tmp_path: Path) -> None:
@@ -114,7 +117,10 @@ def test_nothing_outside_the_root_or_hidden_is_searched(tmp_path: Path) -> None:
     (root / "blob.bin").write_bytes(b"top secret\x00\x01")
     os.link(outside / "secret.txt", root / "hard.txt")  # a hard link to an outside file: refused
     find = tool(root)
-    assert find(text="secret") == "no line in the workspace holds 'secret'"
+    # blob.bin and hard.txt are passed over and counted; the rest are not the search's to see
+    assert find(text="secret") == (
+        "no line in the workspace holds 'secret'; 2 files that could not be read as text passed over"
+    )
     with pytest.raises(OutsideWorkspace):
         find(text="secret", path="../outside")
     with pytest.raises(OutsideWorkspace):
@@ -134,3 +140,24 @@ def test_odd_file_names_are_searched_by_their_real_names(tmp_path: Path) -> None
     found = tool(tmp_path)(text="needle")
     assert found.endswith("[4 lines in 4 files hold 'needle']"), found
     assert "caf\\xe9.txt:1: NEEDLE" in found
+
+
+def test_a_tree_deeper_than_the_walk_goes_is_searched_to_that_depth_and_says_so(tmp_path: Path) -> None:
+    """os.fwalk recurses once per folder: a tree a thousand folders deep raised RecursionError."""
+    (tmp_path / "top.txt").write_text("needle\n")
+    deep = tmp_path.joinpath(*["d"] * 70)
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("needle\n")
+    (tmp_path.joinpath(*["d"] * 10) / "middle.txt").write_text("needle\n")
+    found = tool(tmp_path)(text="needle")
+    assert found.splitlines()[-1] == (
+        "[2 lines in 2 files hold 'needle'; not every file was searched (at most 1000, in folders at most 64 deep): "
+        "search a folder within to see the rest]"
+    )
+    assert "bottom.txt" not in found
+
+
+def test_a_long_line_cut_at_its_end_has_no_trailing_mark(tmp_path: Path) -> None:
+    (tmp_path / "end.txt").write_text("x" * 5000 + " NEEDLE\n")
+    shown = tool(tmp_path)(text="needle").splitlines()[0]
+    assert shown.startswith("end.txt:1: ...") and shown.endswith("NEEDLE")

@@ -160,6 +160,9 @@ def test_listing_a_file_counts_its_lines_only_when_it_is_read_whole(tmp_path: Pa
     shown = listing(path="todo.txt")  # type: ignore[operator]
     assert shown.endswith("fix the bike\n['todo.txt' is a file of 3 lines: above is its text, as read_file gives it]")
     assert "is a file of 3 lines" in listing(path="blank.txt")  # type: ignore[operator]
+    # lines end at "\n" only, as search_files and grep count them
+    (tmp_path / "odd.txt").write_bytes(b"one\x0ctwo\rthree\nfour\n")
+    assert "is a file of 2 lines" in listing(path="odd.txt")  # type: ignore[operator]
     # read in part: a count of the lines shown would be wrong for the file, so none is given
     part = listing(path="long.txt")  # type: ignore[operator]
     assert "read in part: bytes 0 to 50 of 100" in part

@@ -32,12 +32,12 @@ _FUNCTION_WORDS = frozenset(
      "line", "lines")
 )  # fmt: skip
 
-# where a line holds what is looked for, or None
-Finder = Callable[[str], "int | None"]
+# where a line holds what is looked for, or -1
+Finder = Callable[[str], int]
 
 
 @dataclass
-class _Found:
+class _Found:  # filled in by _holding as it reads
     shown: list[str] = field(default_factory=list)
     count: int = 0
     files: dict[str, None] = field(default_factory=dict)
@@ -46,51 +46,54 @@ class _Found:
 def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX_SHOWN) -> str:
     """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and runs
     of spaces aside, each as ``file:line: text``, and a last line that counts them and says what was
-    left unsearched. Hidden files are not searched, nor binary ones where a folder is searched; a file
-    named alone that cannot be read is an error, as with ``read_file``."""
+    left unsearched. A folder's hidden files are not searched (a file named alone is, as ``read_file``
+    reads it), nor the files in it that cannot be read as text; a file named alone that cannot be is
+    an error, as with ``read_file``."""
     needle = " ".join(text.split()).casefold()
     if not needle:
         raise ToolFailure('give the text to look for, e.g. text="timeout"')
+    skipped = 0
     if space.is_file(path):
         named = space.resolve(path)
         texts, cut, where = [(named, *space.read_start(named, MAX_BYTES))], False, repr(escape_surrogates(named))
     else:
-        files, cut = space.files_under(path, limit=MAX_FILES)
-        texts = list(_readable(space, files))
-        where = "the workspace" if space.resolve(path) == "." else repr(escape_surrogates(space.resolve(path)))
+        shown, files, cut = space.files_under(path, limit=MAX_FILES)
+        texts = _readable(space, files)
+        skipped = len(files) - len(texts)
+        where = "the workspace" if shown == "." else repr(escape_surrogates(shown))
     said = repr(_clip(" ".join(text.split()), _SAID_CHARS))
-    found = _holding(texts, lambda line: _at(line.find(needle)), max_shown)
+    notes = _notes(texts, cut, skipped)
+    found = _holding(texts, lambda line: line.find(needle), max_shown)
     header = ""
     if not found.count:
         words = [w for w in dict.fromkeys(re.findall(r"\w+", needle)) if len(w) > 2 and w not in _FUNCTION_WORDS]
         words = words[:_MAX_WORDS]
         if len(words) > 1 or (words and words[0] != needle):
             pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
-            found = _holding(texts, lambda line: _at(m.start()) if (m := pattern.search(line)) else None, max_shown)
+            found = _holding(texts, lambda line: m.start() if (m := pattern.search(line)) else -1, max_shown)
             listed = ", ".join(map(repr, words))
             header = f"no line in {where} holds {said}; " + (
                 f"these hold {listed}" if len(words) == 1 else f"these hold one of its words ({listed})"
             )
             if not found.count:
                 nor = listed if len(words) == 1 else f"any of its words ({listed})"
-                return f"no line in {where} holds {said}, nor {nor}" + _notes(texts, cut)
+                return f"no line in {where} holds {said}, nor {nor}{notes}"
             said = listed if len(words) == 1 else "one of those words"
     if not found.count:
-        return f"no line in {where} holds {said}" + _notes(texts, cut)
-    files_said = (
-        repr(escape_surrogates(next(iter(found.files)))) if len(found.files) == 1 else f"{len(found.files)} files"
-    )
+        return f"no line in {where} holds {said}{notes}"
+    if len(found.files) == 1:
+        files_said = repr(escape_surrogates(next(iter(found.files))))
+    else:
+        files_said = f"{len(found.files)} files"
     lines_said = "1 line" if found.count == 1 else f"{found.count} lines"
     more = f", the first {max_shown} shown" if found.count > max_shown else ""
-    summary = (
-        f"[{lines_said} in {files_said} {'holds' if found.count == 1 else 'hold'} {said}{more}{_notes(texts, cut)}]"
-    )
+    summary = f"[{lines_said} in {files_said} {'holds' if found.count == 1 else 'hold'} {said}{more}{notes}]"
     return "\n".join(([f"[{header}]"] if header else []) + found.shown + [summary])
 
 
 def _readable(space: Workspace, files: list[str]) -> list[tuple[str, str, bool]]:
     """Each file's name, its text (from the start) and whether that is all of it; not the files that
-    cannot be read as text (binary, gone since)."""
+    cannot be read as text (binary, unreadable, with a second hard link, gone since)."""
     texts = []
     for name in files:
         try:
@@ -102,43 +105,45 @@ def _readable(space: Workspace, files: list[str]) -> list[tuple[str, str, bool]]
 
 def _holding(texts: list[tuple[str, str, bool]], finder: Finder, max_shown: int) -> _Found:
     """The lines of ``texts`` where ``finder`` finds what is looked for (in a line casefolded, runs of
-    spaces as one), the first ``max_shown`` of them shown around what was found."""
+    spaces as one; -1 where it does not), the first ``max_shown`` of them shown around what was found."""
     found = _Found()
     for name, content, _ in texts:
-        for number, raw in enumerate(content.split("\n"), 1):
-            line = raw.rstrip("\r")
-            at = finder(" ".join(line.split()).casefold())
-            if at is None:
+        for number, line in enumerate(content.split("\n"), 1):
+            flat = " ".join(line.split())
+            at = finder(flat.casefold())
+            if at < 0:
                 continue
             found.count += 1
             found.files[name] = None
             if len(found.shown) < max_shown:
-                found.shown.append(f"{escape_surrogates(name)}:{number}: {_around(line.strip(), at)}")
+                found.shown.append(f"{escape_surrogates(name)}:{number}: {_around(flat, at)}")
     return found
 
 
-def _at(index: int) -> int | None:
-    return None if index < 0 else index
-
-
 def _around(line: str, at: int) -> str:
-    """The line, cut to its shown length around the place ``at`` (in the line with its spaces run
-    together, so near enough)."""
+    """The line (its spaces run together), cut to its shown length around the place ``at``."""
     if len(line) <= _SHOWN_CHARS:
         return line
     start = max(0, min(at - _SHOWN_CHARS // 4, len(line) - _SHOWN_CHARS))
-    return ("..." if start else "") + line[start : start + _SHOWN_CHARS] + "..."
+    end = start + _SHOWN_CHARS
+    return ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
 
 
 def _clip(text: str, most: int) -> str:
     return text if len(text) <= most else text[:most] + "..."
 
 
-def _notes(texts: list[tuple[str, str, bool]], cut: bool) -> str:
-    """What was left unsearched: files past the limit, and the ends of long files."""
+def _notes(texts: list[tuple[str, str, bool]], cut: bool, skipped: int) -> str:
+    """What was left unsearched: files past the limits, files that are not text, the ends of long
+    files."""
     notes = []
     if cut:
-        notes.append(f"only the first {MAX_FILES} files were searched: search a folder within to see the rest")
+        notes.append(
+            f"not every file was searched (at most {MAX_FILES}, in folders at most 64 deep): search a folder "
+            "within to see the rest"
+        )
+    if skipped:
+        notes.append(f"{skipped} {'file' if skipped == 1 else 'files'} that could not be read as text passed over")
     partly = [name for name, _, whole in texts if not whole]
     if len(partly) == 1:
         notes.append(f"only the first {MAX_BYTES} bytes of {escape_surrogates(partly[0])!r} were searched")

@@ -36,6 +36,7 @@ _MAX_LISTED = 200
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
+_MAX_DEPTH = 64  # folders below the one searched
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -68,10 +69,11 @@ class Workspace:
         self._fd = os.open(real, _DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
 
-    def files_under(self, path: str, *, limit: int) -> tuple[builtins.list[str], bool]:
-        """The files under the folder ``path``, recursively, as paths relative to the root with symlinks
-        resolved (each once), leaving out hidden ones (also where a symlink leads to one) and any a
-        symlink leads out of the root to; at most ``limit``, and whether there were more."""
+    def files_under(self, path: str, *, limit: int) -> tuple[str, builtins.list[str], bool]:
+        """The folder ``path`` as the root shows it, and the files under it, recursively, as paths
+        relative to the root with symlinks resolved (each once), leaving out hidden ones (also where a
+        symlink leads to one) and any a symlink leads out of the root to; at most ``limit`` files, no
+        deeper than ``_MAX_DEPTH`` folders, and whether any were left out for either."""
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
         except _NotFound:
@@ -80,8 +82,12 @@ class Workspace:
             raise ToolFailure(f"{path!r} is neither a folder nor a text file") from None
         prefix = "" if shown == "." else shown + "/"
         found: dict[str, None] = {}
+        cut = False
         try:
+            # os.fwalk recurses once per level: a deep enough tree would raise RecursionError
             for current, dirs, files, _ in os.fwalk(".", dir_fd=fd):
+                if current.count("/") >= _MAX_DEPTH and dirs:
+                    dirs[:], cut = [], True
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 here = prefix + current[2:] + "/" if current != "." else prefix
                 for name in sorted(f for f in files if not f.startswith(".")):
@@ -92,10 +98,10 @@ class Workspace:
                     if not any(part.startswith(".") for part in real.split("/")) and self.is_file(real):
                         found[real] = None
                     if len(found) > limit:
-                        return sorted(found)[:limit], True
+                        return shown, sorted(found)[:limit], True
         finally:
             os.close(fd)
-        return sorted(found), False
+        return shown, sorted(found), cut
 
     def read_start(self, path: str, length: int) -> tuple[str, bool]:
         """Up to ``length`` bytes of a text file from its start, and whether that is the whole file."""
@@ -406,8 +412,9 @@ def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]
 
 
 def _lines(text: str) -> str:
-    """How many lines ``text`` has, as words: "3 lines" (a last line without a newline counts)."""
-    count = len(text.splitlines())
+    """How many lines ``text`` has, as words: "3 lines" (lines end at "\\n", as grep and search_files
+    count them; a last line without one counts)."""
+    count = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     return "1 line" if count == 1 else f"{count} lines"
 
 
@@ -465,7 +472,8 @@ def workspace_tools(
     Args:
         root: the workspace folder; it must exist.
         write: also offer ``append_note``.
-        search: offer ``search_files`` (the lines of the files that hold a text); the default is yes.
+        search: offer ``search_files`` (the lines of the files that hold a text); None: the module's
+            ``SEARCH_TOOL`` (on).
         max_read_chars: how much ``read_file`` returns at once (in bytes); a longer file is read in
             part, with a note giving the offset to read on from.
         max_append_chars: the most one ``append_note`` writes.
