@@ -128,6 +128,42 @@ def test_runs_made_apart_merge_into_the_run_made_at_once(tmp_path: Path) -> None
         merge(parts, tmp_path / "refused")
 
 
+def test_a_merge_judges_answers_again_by_the_checks_as_they_are_now() -> None:
+    """A mended checker reaches runs made before it; what a run did (its stop, its calls) stands."""
+    from benchmarks.__main__ import all_tasks
+    from benchmarks.merge import rejudged
+
+    tasks = {t.name: t for t in all_tasks()}
+    base = {"model": "m", "schema": "per_tool", "split": "test", "stop": "answered", "tool_calls": 1}
+    right = {**base, "mode": "constrained", "task": "flight-status", "answer": "It is not on time today.",
+             "success": False}  # fmt: skip
+    assert rejudged(right, tasks["flight-status"])["success"] is True
+    assert rejudged({**right, "stop": "max_steps"}, tasks["flight-status"])["success"] is False
+    assert rejudged({**right, "answer": "It is not delayed."}, tasks["flight-status"])["success"] is False
+    # a call on a task that needs none is a failure, whatever the answer; a raw answer does only those tasks
+    capital = {**base, "mode": "constrained", "task": "capital", "answer": "Paris.", "success": True}
+    assert rejudged(capital, tasks["capital"])["success"] is False
+    assert rejudged({**capital, "tool_calls": 0}, tasks["capital"])["success"] is True
+    assert rejudged({**right, "mode": "raw", "tool_calls": 0}, tasks["flight-status"])["success"] is False
+    assert rejudged({**capital, "mode": "raw", "tool_calls": 0}, tasks["capital"])["success"] is True
+    # a write task's check reads the files its run wrote: its record stands
+    wrote = {**base, "mode": "constrained", "task": "append-todo", "answer": "", "success": True}
+    assert rejudged(wrote, tasks["append-todo"]) == wrote
+
+
+def test_the_committed_run_agrees_with_the_checks_as_they_are_now() -> None:
+    """Every committed success is what the current checkers say of its answer: a checker changed
+    without the figures judged again fails here."""
+    from benchmarks.__main__ import all_tasks
+    from benchmarks.merge import rejudged
+
+    tasks = {t.name: t for t in all_tasks()}
+    suite = json.loads((ROOT / "measurements" / "suite.json").read_text())
+    stale = [(r["model"], r["mode"], r["task"]) for r in suite["records"]
+             if rejudged(r, tasks[r["task"]])["success"] != r["success"]]  # fmt: skip
+    assert stale == []
+
+
 def test_calibration_picks_the_largest_bias_that_costs_at_most_two_points() -> None:
     from benchmarks.calibrate import calibrate
 
