@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from shapeloop.workspace import Workspace
 
 MAX_FILES = 1000  # files searched at most
+MAX_DEPTH = 64  # folders below the one searched (os.fwalk recurses once per level)
 MAX_BYTES = 200_000  # read of each file
 MAX_SHOWN = 40  # matching lines shown
 _SHOWN_CHARS = 200  # of each line shown
@@ -57,7 +58,7 @@ def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX
         named = space.resolve(path)
         texts, cut, where = [(named, *space.read_start(named, MAX_BYTES))], False, repr(escape_surrogates(named))
     else:
-        shown, files, cut = space.files_under(path, limit=MAX_FILES)
+        shown, files, cut = space.files_under(path, limit=MAX_FILES, depth=MAX_DEPTH)
         texts = _readable(space, files)
         skipped = len(files) - len(texts)
         where = "the workspace" if shown == "." else repr(escape_surrogates(shown))
@@ -139,7 +140,7 @@ def _notes(texts: list[tuple[str, str, bool]], cut: bool, skipped: int) -> str:
     notes = []
     if cut:
         notes.append(
-            f"not every file was searched (at most {MAX_FILES}, in folders at most 64 deep): search a folder "
+            f"not every file was searched (at most {MAX_FILES}, in folders at most {MAX_DEPTH} deep): search a folder "
             "within to see the rest"
         )
     if skipped:

@@ -36,7 +36,6 @@ _MAX_LISTED = 200
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
-_MAX_DEPTH = 64  # folders below the one searched
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -69,11 +68,11 @@ class Workspace:
         self._fd = os.open(real, _DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
 
-    def files_under(self, path: str, *, limit: int) -> tuple[str, builtins.list[str], bool]:
+    def files_under(self, path: str, *, limit: int, depth: int) -> tuple[str, builtins.list[str], bool]:
         """The folder ``path`` as the root shows it, and the files under it, recursively, as paths
         relative to the root with symlinks resolved (each once), leaving out hidden ones (also where a
         symlink leads to one) and any a symlink leads out of the root to; at most ``limit`` files, no
-        deeper than ``_MAX_DEPTH`` folders, and whether any were left out for either."""
+        deeper than ``depth`` folders, and whether any were left out for either."""
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
         except _NotFound:
@@ -86,7 +85,7 @@ class Workspace:
         try:
             # os.fwalk recurses once per level: a deep enough tree would raise RecursionError
             for current, dirs, files, _ in os.fwalk(".", dir_fd=fd):
-                if current.count("/") >= _MAX_DEPTH and dirs:
+                if current.count("/") >= depth and dirs:
                     dirs[:], cut = [], True
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 here = prefix + current[2:] + "/" if current != "." else prefix
