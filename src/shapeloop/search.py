@@ -50,19 +50,20 @@ def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX
     left unsearched. A folder's hidden files are not searched (a file named alone is, as ``read_file``
     reads it), nor the files in it that cannot be read as text; a file named alone that cannot be is
     an error, as with ``read_file``."""
-    needle = " ".join(text.split()).casefold()
+    written = " ".join(text.split())
+    needle = written.casefold()
     if not needle:
         raise ToolFailure('give the text to look for, e.g. text="timeout"')
     skipped = 0
-    if space.is_file(path):
-        named = space.resolve(path)
+    named = space.file_at(path)
+    if named is not None:
         texts, cut, where = [(named, *space.read_start(named, MAX_BYTES))], False, repr(escape_surrogates(named))
     else:
         shown, files, cut = space.files_under(path, limit=MAX_FILES, depth=MAX_DEPTH)
         texts = _readable(space, files)
         skipped = len(files) - len(texts)
         where = "the workspace" if shown == "." else repr(escape_surrogates(shown))
-    said = repr(_clip(" ".join(text.split()), _SAID_CHARS))
+    said = repr(_clip(written, _SAID_CHARS))
     notes = _notes(texts, cut, skipped)
     found = _holding(texts, lambda line: line.find(needle), max_shown)
     header = ""

@@ -90,11 +90,8 @@ class Workspace:
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 here = prefix + current[2:] + "/" if current != "." else prefix
                 for name in sorted(f for f in files if not f.startswith(".")):
-                    try:
-                        real = self.resolve(here + name)
-                    except ToolFailure:  # a symlink out, a loop
-                        continue
-                    if not any(part.startswith(".") for part in real.split("/")) and self.is_file(real):
+                    real = self.file_at(here + name)  # None for a symlink out, a loop, a FIFO
+                    if real is not None and not any(part.startswith(".") for part in real.split("/")):
                         found[real] = None
                     if len(found) > limit:
                         return shown, sorted(found)[:limit], True
@@ -130,7 +127,7 @@ class Workspace:
                 text = self.read_text(namesake, offset=offset, length=length)
                 return f"[there is no {path!r}; {namesake!r} is the one file with a name like it, read instead]\n{text}"
             raise ToolFailure(f"{exc}{self._near(path)}") from None
-        return text + "".join(f"\n[{note}]" for note in notes)
+        return _noted(text, notes)
 
     def _read(self, path: str, offset: int, length: int) -> tuple[str, builtins.list[str], bool]:
         """The text read, the notes on it, and whether it is the whole file."""
@@ -169,14 +166,14 @@ class Workspace:
         try:
             fd, shown = self._open(path, _DIR_FLAGS)
         except _NotAFolder:
-            if not self.is_file(path):
+            if self.file_at(path) is None:
                 raise
             text, notes, whole = self._read(path, 0, read_length)
             if LIST_NOTE_LINES and whole:
                 notes.append(f"{path!r} is a file of {_lines(text)}: above is its text, as read_file gives it")
             else:
                 notes.append(f"{path!r} is a file, not a folder: above is its text, as read_file gives it")
-            return text + "".join(f"\n[{note}]" for note in notes)
+            return _noted(text, notes)
         except _NotFound:
             raise ToolFailure(f"there is no folder {path!r}{self._near(path)}") from None
         prefix = "" if shown == "." else shown + "/"
@@ -271,14 +268,15 @@ class Workspace:
             return None
         return [line for line in listed if not line.endswith("/") and not line.startswith(("[", "(empty"))]
 
-    def is_file(self, path: str) -> bool:
-        """Whether ``path`` is a regular file inside the root (symlinks resolved)."""
+    def file_at(self, path: str) -> str | None:
+        """The path, relative to the root with symlinks resolved, of the regular file ``path`` names
+        inside the root; None where it names none (a folder, nothing, a place outside)."""
         try:
-            fd, _ = self._open(path, os.O_RDONLY)
+            fd, shown = self._open(path, os.O_RDONLY)
         except ToolFailure:
-            return False
+            return None
         try:
-            return stat.S_ISREG(os.fstat(fd).st_mode)
+            return shown if stat.S_ISREG(os.fstat(fd).st_mode) else None
         finally:
             os.close(fd)
 
@@ -408,6 +406,11 @@ def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]
             while stop < len(data) and _continues(data[stop]):
                 stop += 1
     return start, max(start, stop)
+
+
+def _noted(text: str, notes: Iterable[str]) -> str:
+    """``text`` with each note after it, on a line of its own in brackets."""
+    return text + "".join(f"\n[{note}]" for note in notes)
 
 
 def _lines(text: str) -> str:
