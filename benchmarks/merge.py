@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.__main__ import _write_all, all_tasks
-from benchmarks.suite import ABSTAIN_KINDS, AnyTask
+from benchmarks.suite import AnyTask, succeeded
 
 COMPARED = ("backend", "max_steps", "stuck_limit", "temperature", "n_ctx", "variant")
 
@@ -55,10 +55,10 @@ def rejudged(record: dict[str, Any], task: AnyTask) -> dict[str, Any]:
     files the run wrote, gone since)."""
     if task.kind == "write":
         return record
-    answered = record["stop"] == "answered" and task.check(record["answer"] or "", Path("."))
-    if record["mode"] == "raw":  # as raw.run_raw scores it: only a task needing no tool is done by an answer
-        return {**record, "success": answered and task.kind in ABSTAIN_KINDS}
-    success = answered and not (task.kind in ABSTAIN_KINDS and record.get("tool_calls", 0))
+    answered = record["stop"] == "answered"
+    checked = answered and task.check(record["answer"] or "", Path("."))
+    success = succeeded(task.kind, answered=answered, checked=checked, calls=record.get("tool_calls", 0),
+                        raw=record["mode"] == "raw")  # fmt: skip
     return {**record, "success": success}
 
 

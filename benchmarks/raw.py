@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, describe, fresh_workspace, judge_first, tools_for
+from benchmarks.suite import AnyTask, Progress, describe, fresh_workspace, judge_first, succeeded, tools_for
 from shapeloop import Brain, Message, Request, Tool
 
 PROMPT = """You can call these functions:
@@ -71,7 +71,7 @@ def run_raw(brain: Brain, task: AnyTask) -> dict[str, Any]:
         first_ok, first_why = (False, "the reply was no call and no answer") if first_ok is not None else (None, "")
     return {
         **describe(task), "mode": "raw", "schema": "raw",
-        "success": bool(checked and task.kind in ABSTAIN_KINDS),
+        "success": succeeded(task.kind, answered=answer is not None, checked=checked, calls=0, raw=True),
         "first_ok": first_ok, "first_why": first_why,
         "first_step": "tool" if name else "answer" if answer is not None else "none",
         "stop": "answered" if answer is not None else "called" if name else "unreadable",

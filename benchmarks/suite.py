@@ -107,6 +107,17 @@ def run_task(
             "fit": fits[0] if fits else None, "seconds": round(seconds, 3)}  # fmt: skip
 
 
+def succeeded(kind: str, *, answered: bool, checked: bool, calls: int, raw: bool = False) -> bool:
+    """Whether a run did its task: a write task by the file it left, a task that needs no tool by an
+    answer its check accepts with no call made, any other by an answer its check accepts. The raw
+    baseline, which sees no result, can only do a task that needs no tool."""
+    if raw:
+        return answered and checked and kind in ABSTAIN_KINDS
+    if kind == "write":
+        return checked
+    return answered and checked and not (kind in ABSTAIN_KINDS and calls)
+
+
 def describe(task: AnyTask) -> dict[str, Any]:
     return {"task": task.name, "kind": task.kind, "family": family(task)}
 
@@ -117,12 +128,7 @@ def _score(task: AnyTask, run: AgentRun, checked: bool) -> dict[str, Any]:
     replies = [e for e in run.events if isinstance(e, ReplyReceived)]
     first_call = next((e.call for e in calls if e.step == 1), None)
     answered_first = any(isinstance(e, (AnswerGiven, AnswerRejected)) and e.step == 1 for e in run.events)
-    if task.kind == "write":
-        success = checked
-    elif task.kind in ABSTAIN_KINDS:
-        success = run.ok and checked and not calls
-    else:
-        success = run.ok and checked
+    success = succeeded(task.kind, answered=run.ok, checked=checked, calls=len(calls))
     first_ok, first_why = judge_first(task, first_call.tool if first_call else None,
                                  dict(first_call.args) if first_call else None, answered_first)  # fmt: skip
     return {
