@@ -166,6 +166,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),
     "no-id-check": lambda: _patched(toolbox, made_up_ids=lambda parameters, args, seen: []),
     "no-chain-check": lambda: _patched(checks, CHAIN_CHECK=False),
+    "chain-by-name": lambda: _patched(checks, CHAIN_DESCRIBED=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
     "no-name-check": lambda: _patched(values, NAMES=False),
     "no-left-unread": lambda: _patched(checks, LEFT_UNREAD_CHECK=False),

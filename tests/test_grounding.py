@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
-from shapeloop.grounding import holds_value, result_words, taken_from
+from shapeloop.grounding import described_in, holds_value, result_words, taken_from
 from shapeloop.ids import is_id_name, made_up_ids
 
 EMPLOYEES = {"Ana Ruiz": "E-2071"}
@@ -599,3 +599,35 @@ def test_quoted_phrases_are_written_in_the_text_and_fit_an_id(text: str) -> None
     for phrase in quoted(text):
         assert phrase in text and len(phrase) <= 60 and " " in phrase
         assert not set(phrase) & set("\"'`“”„«»‘’\\\n")
+
+
+def test_described_in_reads_what_a_parameters_description_says_a_result_gives() -> None:
+    def schema(**described: str) -> dict[str, object]:
+        properties = {name: {"type": "string", "description": text} for name, text in described.items()}
+        return {"type": "object", "properties": properties, "required": list(described)}
+
+    # the head of the description: "latitude" where the name says only "lat1"
+    distance = schema(lat1="latitude of the first point", lon1="longitude of the first point")
+    assert described_in(distance, "Guayaquil, Ecuador: latitude -2.171, longitude -79.9224") == "lat1"
+    assert described_in(distance, "Guayaquil, Ecuador: 8 C, rain") is None
+    # a unit after "in" that the result writes right after a number
+    moles = schema(grams="mass in grams", molar_mass="molar mass in g/mol")
+    assert described_in(moles, "C6H12O6: 180.156 g/mol") == "molar_mass"
+    assert described_in(moles, "g/mol is the unit") is None  # no number before it
+    assert described_in(moles, "C6H12O6: 180.156 g/molecule") is None  # a longer word
+    # a code given as an example, standing whole in the result, case and all
+    money = schema(amount="the amount in the source currency", from_currency="ISO 4217 code, e.g. USD")
+    assert described_in(money, "NVDA: 131.38 USD") == "from_currency"
+    assert described_in(money, "NVDA: 131.38 usd") is None
+    assert described_in(money, "NVDA: 131.38 USDT") is None
+    # "in the source currency" gives no unit; a lower-case example is a word, not a code
+    assert described_in(money, "131.38 the") is None
+    assert described_in(schema(text='the text to look for, e.g. "timeout"'), "timeout = 30") is None
+    # optional parameters, those with fixed values and those without a description take nothing
+    optional = {"type": "object", "properties": {"lat": {"type": "number", "description": "latitude"}}}
+    assert described_in(optional, "latitude 4") is None
+    fixed = {"type": "object", "required": ["unit"],
+             "properties": {"unit": {"enum": ["km", "mi"], "description": "distance in km"}}}  # fmt: skip
+    assert described_in(fixed, "12 km") is None
+    bare = {"type": "object", "required": ["latitude"], "properties": {"latitude": {"type": "number"}}}
+    assert described_in(bare, "latitude 4") is None

@@ -17,6 +17,7 @@ from shapeloop import (
     Request,
     ScriptedBrain,
     StopReason,
+    Tool,
     ToolStatus,
     Usage,
     grounding,
@@ -663,6 +664,36 @@ def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_t
         assert run_agent(brain, [find_employee, get_leave_balance], "Jonas Berg's id?").steps == 2
     finally:
         checks_module.CHAIN_CHECK = saved
+
+
+def test_the_chain_question_reads_what_a_parameters_description_says_a_result_gives() -> None:
+    molar_mass = Tool(name="molar_mass", description="Molar mass of a formula.",
+                      parameters={"type": "object", "properties": {"formula": {"type": "string"}},
+                                  "required": ["formula"]},
+                      fn=lambda formula: f"{formula}: 180.156 g/mol")  # fmt: skip
+    moles = Tool(name="grams_to_moles", description="Moles from a mass and a molar mass.",
+                 parameters={"type": "object", "required": ["grams", "molar_mass"],
+                             "properties": {"grams": {"type": "number", "description": "mass in grams"},
+                                            "molar_mass": {"type": "number", "description": "in g/mol"}}},
+                 fn=lambda grams, molar_mass: f"{grams / molar_mass:.4f} mol")  # fmt: skip
+    task = "How many moles are in 50 g of glucose (C6H12O6)?"
+    brain = ScriptedBrain([tool_step("molar_mass", formula="C6H12O6"), answer_step("180.156 moles."),
+                           tool_step("grams_to_moles", grams=50, molar_mass=180.156),
+                           answer_step("0.2775 mol.")])  # fmt: skip
+    run = run_agent(brain, [molar_mass, moles], task)
+    assert run.answer == "0.2775 mol." and run.steps == 4
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == ["not yet called, and taking a value the last result gives: grams_to_moles (molar_mass)"]
+    assert _variant_tools(brain.asked[2].schema) == {"grams_to_moles"}
+    # by the parameters' names alone (the variant "chain-by-name"), the answer stands
+    import shapeloop.checks as checks_module
+
+    saved, checks_module.CHAIN_DESCRIBED = checks_module.CHAIN_DESCRIBED, False
+    try:
+        brain = ScriptedBrain([tool_step("molar_mass", formula="C6H12O6"), answer_step("180.156 moles.")])
+        assert run_agent(brain, [molar_mass, moles], task).steps == 2
+    finally:
+        checks_module.CHAIN_DESCRIBED = saved
 
 
 def test_the_chain_question_never_points_to_a_tool_that_acts() -> None:

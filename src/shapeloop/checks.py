@@ -9,8 +9,8 @@ An answer is questioned when, by what the conversation holds, the task is not do
   tool takes and no call took ("Do city_a.txt and city_b.txt name the same city?", with city_a.txt
   read alone);
 - :func:`unchained`: the last result gives a value another tool takes ("employee id E-30418" for
-  ``get_leave_balance(employee_id)``), or points to one file ("The answer you want is in
-  data/secret.txt");
+  ``get_leave_balance(employee_id)``, "180.156 g/mol" for a ``molar_mass`` described "in g/mol"),
+  or points to one file ("The answer you want is in data/secret.txt");
 - :func:`not_yes_or_no`: the task asks for a yes or a no, and the answer holds neither;
 - :func:`not_a_number`: the task asks how many, and the answer holds no number;
 - :func:`about_results`: the answer speaks of the results ("The result does not give the
@@ -30,6 +30,7 @@ from typing import Literal
 from shapeloop import prompts
 from shapeloop.grounding import (
     declines,
+    described_in,
     gives,
     holds_value,
     named_inputs,
@@ -45,6 +46,9 @@ CHAIN_CHECK = True
 # What the step after that question may do: "call" one of the tools named (measured best on the
 # tune half), "choose" between them and the answer, or "open" (everything, as before).
 CHAIN_STEP: Literal["call", "choose", "open"] = "call"
+# Where a parameter's name does not say it, read its description for what a result gives it: its head,
+# its unit, a code it gives as an example (see grounding.described_in).
+CHAIN_DESCRIBED = True
 # Question an answer given before any call to a task that names a file, a URL or an email address a
 # tool takes (see unread).
 UNREAD_CHECK = True
@@ -285,7 +289,9 @@ def _takers(
             takers.append((tool.name, pointed[0][0], pointed[0][1]))
         elif tool.name == result.call.tool or not holds_number:
             continue
-        elif taken := taken_from(tool.parameters, words, result.text):
+        elif taken := taken_from(tool.parameters, words, result.text) or (
+            CHAIN_DESCRIBED and described_in(tool.parameters, result.text)
+        ):
             takers.append((tool.name, taken, None))
     return takers
 

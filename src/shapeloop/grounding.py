@@ -1,7 +1,8 @@
 """What a tool's parameters take, and what the conversation gives them.
 
 Read off parameter names, types and descriptions, and the text of the task and the results: which
-tool takes a value a result names (:func:`taken_from`), which optional arguments the task asks for
+tool takes a value a result names or its description says a result gives (:func:`taken_from`,
+:func:`described_in`), which optional arguments the task asks for
 (:func:`asked_only`, :func:`named_required`), which files, URLs or addresses a text names
 (:func:`named_inputs`), which layout a date argument is written in
 (:func:`layout_patterns`), whether an answer declines (:func:`declines`), and which tool gives what
@@ -59,6 +60,52 @@ def taken_from(parameters: Mapping[str, Any], words: frozenset[str], text: str =
         schema = properties.get(name) if isinstance(properties, Mapping) else None
         fixed = _fixed_values(schema) if isinstance(schema, Mapping) else None
         if fixed is None or any(holds_value(text, value) for value in fixed):
+            return str(name)
+    return None
+
+
+# Where a parameter's description ends its head, the thing it takes: "latitude | of the first point",
+# "molar mass | in g/mol", "ISO 4217 code|, e.g. USD".
+_HEAD_END = re.compile(
+    r"[,;:(]|\s(?:of|in|for|from|to|with|as|at|on|by|that|which|e\.g\.|i\.e\.|such as|like)\b", re.IGNORECASE
+)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+# A unit the description gives after "in": "molar mass in g/mol", "distance in km".
+_UNIT = re.compile(r"\bin\s+(?!(?:the|a|an|this|that|its|their|which)\b)([^\s,;()]+)", re.IGNORECASE)
+# A code the description gives as its example: "ISO 4217 code, e.g. USD", "the ticker symbol, e.g. \"IBM\"".
+_EXAMPLE_CODE = re.compile(r"\b(?:e\.g\.|for example|such as)\s*[\"'“]?([A-Z][A-Z0-9]{1,5})(?![\w-])")
+
+
+def described_in(parameters: Mapping[str, Any], text: str) -> str | None:
+    """The first required parameter whose description says that ``text`` (a tool's result) gives
+    what it takes, or None: the description's head is among the result's words ("latitude of the
+    first point" after "latitude -2.171, longitude -79.9224"), the unit it gives follows a number in
+    the result ("molar mass in g/mol" after "C6H12O6: 180.156 g/mol"), or the code it gives as an
+    example stands in the result ("ISO 4217 code, e.g. USD" after "NVDA: 131.38 USD").
+
+    A parameter's name alone (:func:`taken_from`) missed these: qwen2.5-coder-0.5b answered "how many
+    moles in 50 g of glucose" with the molar mass, and "one NVDA share in euros" with the price in
+    dollars, where a tool it had not called took the value the result gave.
+    """
+    required = parameters.get("required") or []
+    properties = parameters.get("properties")
+    if not isinstance(required, list) or not isinstance(properties, Mapping):
+        return None
+    words = result_words(text)
+    for name in required:
+        schema = properties.get(name)
+        described = schema.get("description") if isinstance(schema, Mapping) else None
+        if not isinstance(described, str) or _fixed_values(schema) is not None:
+            continue
+        head = _ARTICLE.sub("", _HEAD_END.split(described.strip(), maxsplit=1)[0].strip())
+        named = {word for word in _name_words(head) if len(word) >= 3}
+        if named and named <= words:
+            return str(name)
+        unit = _UNIT.search(described)
+        if unit and re.search(rf"\d\s*{re.escape(unit.group(1).rstrip('.'))}(?![\w/])", text, re.IGNORECASE):
+            return str(name)
+        code = _EXAMPLE_CODE.search(described)
+        if code and re.search(rf"(?<![\w-]){code.group(1)}(?![\w-])", text):
             return str(name)
     return None
 
