@@ -94,8 +94,10 @@ def described_in(parameters: Mapping[str, Any], text: str) -> str | None:
     words = result_words(text)
     for name in required:
         schema = properties.get(name)
-        described = schema.get("description") if isinstance(schema, Mapping) else None
-        if not isinstance(described, str) or _fixed_values(schema) is not None:
+        if not isinstance(schema, Mapping) or _fixed_values(schema) is not None:
+            continue
+        described = schema.get("description")
+        if not isinstance(described, str):
             continue
         head = _ARTICLE.sub("", _HEAD_END.split(described.strip(), maxsplit=1)[0].strip())
         named = {word for word in _name_words(head) if len(word) >= 3}
