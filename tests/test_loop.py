@@ -428,7 +428,9 @@ def test_an_answer_passing_on_a_refusal_stands_and_the_model_is_told_not_to_retr
     from shapeloop import workspace_tools
 
     (tmp_path / "notes.txt").write_text("hello\n")
-    message = "'../../etc/passwd' leads out of the workspace; use a path inside it"
+    message = (
+        "'../../etc/passwd' leads out of the workspace: no tool here can reach it, so tell the user it cannot be done"
+    )
     brain = ScriptedBrain([tool_step("read_file", path="../../etc/passwd"), answer_step(message)])
     run = run_agent(brain, workspace_tools(tmp_path), "Read ../../etc/passwd and give me its first line.")
     assert run.answer == message and run.steps == 2
@@ -439,6 +441,30 @@ def test_an_answer_passing_on_a_refusal_stands_and_the_model_is_told_not_to_retr
     # the raw prefix is accepted as well: it tells the user what happened
     brain = ScriptedBrain([tool_step("read_file", path="/etc/hostname"), answer_step("DENIED: outside")])
     assert run_agent(brain, workspace_tools(tmp_path), "Read /etc/hostname").answer == "DENIED: outside"
+
+
+def test_a_call_refused_again_with_the_same_refusal_is_answered_next(tmp_path: Path) -> None:
+    from shapeloop import workspace_tools
+
+    task = "Read /etc/hostname and tell me what it says."
+    script = [tool_step("read_file", path="/etc/hostname"), tool_step("read_file", path="/etc/hostname"),
+              answer_step("I cannot read /etc/hostname: it is outside the workspace.")]  # fmt: skip
+    brain = ScriptedBrain(list(script))
+    run = run_agent(brain, workspace_tools(tmp_path), task)
+    assert run.ok and run.steps == 3
+    assert _actions(brain.asked[2].schema) == ["answer"]
+    assert 'Reply with action "answer" now' in brain.asked[2].messages[-1]["content"]
+    # a refusal made once leaves every choice open, and so does the setting turned off
+    assert _actions(brain.asked[1].schema) != ["answer"]
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.REFUSAL_ANSWERS = loop_module.REFUSAL_ANSWERS, False
+    try:
+        brain = ScriptedBrain(list(script))
+        run_agent(brain, workspace_tools(tmp_path), task)
+        assert _actions(brain.asked[2].schema) != ["answer"]
+    finally:
+        loop_module.REFUSAL_ANSWERS = saved
 
 
 def test_a_tool_step_that_names_no_tool_is_a_shape_error_with_its_own_message() -> None:

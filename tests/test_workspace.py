@@ -41,6 +41,23 @@ def test_paths_that_leave_the_root_are_refused(space: tuple[Path, Path], path: s
         Workspace(root).resolve(path)
 
 
+def test_a_refused_path_says_no_tool_reaches_it_or_the_path_inside_it_meant(space: tuple[Path, Path]) -> None:
+    root, outside = space
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    space_ = Workspace(root)
+    for path in ("../outside/secret.txt", "/etc/passwd", "/nowhere/colour.txt", "link.txt"):
+        with pytest.raises(OutsideWorkspace) as refused:
+            space_.resolve(path)
+        assert str(refused.value).endswith(": no tool here can reach it, so tell the user it cannot be done"), path
+    # an absolute path whose relative twin is in the workspace: the model meant that one
+    for path, meant in (("/colour.txt", "colour.txt"), ("/sub/deep.txt", "sub/deep.txt"), ("/sub", "sub")):
+        with pytest.raises(OutsideWorkspace) as refused:
+            space_.resolve(path)
+        assert str(refused.value) == (
+            f"{path!r} is outside the workspace; paths are relative to the workspace root: did you mean {meant!r}?"
+        )
+
+
 def test_absolute_path_inside_the_root_is_fine(space: tuple[Path, Path]) -> None:
     root, _ = space
     assert Workspace(root).resolve(str(root / "colour.txt")) == "colour.txt"

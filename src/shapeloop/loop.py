@@ -66,6 +66,9 @@ REPEAT_HOLD = True
 # An answer the step has to give after one call's good result has its reason begin "The result says"
 # (prompts.ANSWER_LEAD): the model goes on with what the result says. Not after a batch.
 ANSWER_LEAD = True
+# A call refused again with the same refusal is answered next, as a good result made again is: after
+# "outside the workspace", qwen2.5-coder-0.5b tried the same path with every file tool until stuck.
+REFUSAL_ANSWERS = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -856,8 +859,10 @@ class _Run:
 
 
 def _same_again(result: ToolResult, record: CallRecord) -> bool:
-    """A call made before, with the same result, and that result not a failure: the model has it."""
-    return bool(record.repeats) and result.status is ToolStatus.OK
+    """A call made before, with the same result, and that result not a failure: the model has it. A
+    refusal counts (``REFUSAL_ANSWERS``): it will not change, and the user is to be told of it."""
+    kept = (ToolStatus.OK, ToolStatus.DENIED) if REFUSAL_ANSWERS else (ToolStatus.OK,)
+    return bool(record.repeats) and result.status in kept
 
 
 def _failure(result: ToolResult) -> str | None:

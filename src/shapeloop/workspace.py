@@ -45,6 +45,9 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
 LIST_NOTE_LINES = True
 # The file tools include search_files by default (workspace_tools(search=None)).
 SEARCH_TOOL = True
+# What a refusal of a path outside the root says next. "Use a path inside it" sent qwen2.5-coder-0.5b
+# to try the same path with every workspace tool until its run was stuck: no tool reaches it.
+OUTSIDE_NOTE = ": no tool here can reach it, so tell the user it cannot be done"
 
 
 class Workspace:
@@ -310,7 +313,7 @@ class Workspace:
                 last = not pending
                 if name == "..":
                     if not names:
-                        raise OutsideWorkspace(f"{path!r} leads out of the workspace; use a path inside it")
+                        raise OutsideWorkspace(f"{path!r} leads out of the workspace{OUTSIDE_NOTE}")
                     os.close(stack.pop())
                     names.pop()
                     name = "."
@@ -373,6 +376,20 @@ class Workspace:
             raise ToolFailure(f"{path!r} is a directory; name a file")
         raise ToolFailure(f"cannot open {path!r}: {exc.strerror}")
 
+    def _inside(self, path: str, shown: str | None) -> str:
+        """What to do after an absolute path outside the root: the path inside it that a model may have
+        meant ("/notes/todo.txt" for "notes/todo.txt"), else that no tool can reach it. Not for a
+        symlink's target (``shown``): the link's own name was the path asked for."""
+        relative = path.lstrip("/")
+        if shown is None and relative:
+            try:
+                fd, _ = self._open(relative, os.O_RDONLY)
+            except ToolFailure:
+                return OUTSIDE_NOTE
+            os.close(fd)
+            return f"; paths are relative to the workspace root: did you mean {relative!r}?"
+        return OUTSIDE_NOTE
+
     def _parts(self, path: str, *, shown: str | None = None) -> builtins.list[str]:
         """The path's components below the root; an absolute path must lie inside the root."""
         if "\x00" in path:
@@ -381,9 +398,7 @@ class Workspace:
         if text.startswith("/"):
             root = os.fspath(self.root)
             if text != root and not text.startswith(root.rstrip("/") + "/"):
-                raise OutsideWorkspace(
-                    f"{shown or path!r} is outside the workspace; use a path relative to the workspace root"
-                )
+                raise OutsideWorkspace(f"{shown or path!r} is outside the workspace{self._inside(text, shown)}")
             text = text[len(root) :]
         return [part for part in text.split("/") if part]
 
