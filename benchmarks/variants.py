@@ -171,6 +171,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-refusal-answers": lambda: _patched(loop, REFUSAL_ANSWERS=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
     "no-name-check": lambda: _patched(values, NAMES=False),
+    "no-example-check": lambda: _patched(values, EXAMPLES=False),
     "no-left-unread": lambda: _patched(checks, LEFT_UNREAD_CHECK=False),
     "no-named-required": lambda: _patched(offer, NAMED_REQUIRED=False),
     "chain-check-open": lambda: _patched(checks, CHAIN_STEP="open"),

@@ -543,3 +543,51 @@ def test_the_day_of_the_week_is_no_relative_date() -> None:
     assert made_up_values(day_of_week, {"date": "1789-07-14"}, asked) == []
     assert made_up_values(day_of_week, {"date": "1789-07-15"}, asked) == [("date", "1789-07-15")]
     assert made_up_values(day_of_week, {"date": "1789-07-15"}, "The day after 14 July 1789, next week?") == []
+
+
+def test_text_copied_from_its_parameters_own_example_is_made_up_unless_the_task_writes_it() -> None:
+    def schema(description: str, **extra: Any) -> dict[str, Any]:
+        return {"properties": {"text": {"type": "string", "description": description, **extra}}, "required": ["text"]}
+
+    search = schema('the text to look for, e.g. "timeout".')
+    task = "How many lines does notes/todo.txt have?"
+    assert made_up_values(search, {"text": "timeout"}, task) == [("text", "timeout")]
+    assert made_up_values(search, {"text": "Timeout "}, task) == [("text", "Timeout ")]  # case and space aside
+    assert made_up_values(search, {"text": "timeout"}, "Which lines mention the timeout?") == []
+    assert made_up_values(search, {"text": "TODO"}, task) == []  # not the example: text is not checked
+    # every way of writing an example, and a list of examples in the schema
+    for described in ("e.g. timeout", "for example 'timeout'", "such as `timeout`", "for instance: “timeout”"):
+        assert made_up_values(schema(described), {"text": "timeout"}, task), described
+    assert made_up_values(schema("the text", examples=["timeout"]), {"text": "timeout"}, task)
+    # codes are written from the task in other forms ("iron" is Fe, "dollars" USD): never refused
+    for code in ("Fe", "USD", "E-12345", "2021-22", "BA 117"):
+        assert made_up_values(schema(f"a code, e.g. {code}"), {"text": code}, "iron, in dollars") == [], code
+    # a path's example may be a real file
+    path = {"properties": {"path": {"type": "string", "description": 'e.g. "notes/todo.txt"'}}, "required": ["path"]}
+    assert made_up_values(path, {"path": "notes/todo.txt"}, "What is on my list?") == []
+
+
+def test_a_call_copying_its_parameters_example_is_refused_and_the_setting_turns_it_off() -> None:
+    import shapeloop.values as values_module
+
+    @tool
+    def search_files(text: str) -> str:
+        """Lines holding a text.
+
+        Args:
+            text: the text to look for, e.g. "timeout".
+        """
+        return f"no line holds {text!r}"
+
+    script = [tool_step("search_files", text="timeout"), answer_step("There are none.")]
+    run = run_agent(ScriptedBrain(list(script)), [search_files], "How many lines does notes/todo.txt have?")
+    assert [e.objection for e in run.events if isinstance(e, CallRefused)] == [
+        'written nowhere in the task or the results: text "timeout"'
+    ]
+    assert not any(isinstance(e, ToolCalled) for e in run.events)
+    saved, values_module.EXAMPLES = values_module.EXAMPLES, False
+    try:
+        run = run_agent(ScriptedBrain(list(script)), [search_files], "How many lines does notes/todo.txt have?")
+        assert not any(isinstance(e, CallRefused) for e in run.events)
+    finally:
+        values_module.EXAMPLES = saved

@@ -15,9 +15,10 @@ one (:func:`_names_taken`: ``city``, ``team``, ``player``): "Who won the 2018 FI
 ``get_weather(city="Oslo")``. A name is written where one of its words is ("Barcelona" for "FC
 Barcelona"), or as :meth:`_Written._holds_name` reads it. Other text is rewritten too freely to
 check: a code ("the UK" is ``"GB"``, "Nvidia" is ``"NVDA"``), a setting, a title, a sentence, a
-query, an expression, a path. Only required arguments (and what is nested in them), never an enum or
-const value, the parameter's default, or an id (ids have their own check, :mod:`shapeloop.ids`). 0
-and 1 pass: no one writes the 1 of ``x**2``.
+query, an expression, a path; but not the example the parameter's own documentation gives, where
+that is made of words (``search_files(text="timeout")`` from 'e.g. "timeout"'). Only required
+arguments (and what is nested in them), never an enum or const value, the parameter's default, or an
+id (ids have their own check, :mod:`shapeloop.ids`). 0 and 1 pass: no one writes the 1 of ``x**2``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from shapeloop.ids import is_id_name
 
 # Check names as well as numbers, dates and times (a switch for the benchmark's variants).
 NAMES = True
+# Check text that copies its parameter's documented example (see _copied_example).
+EXAMPLES = True
 
 _NUMBER = re.compile(
     r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(k|m|bn|thousand|million|billion)\b)?"
@@ -157,7 +160,9 @@ def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[
         items = _schema(schema.get("items"), defs)
         for index, item in enumerate(value):
             yield from _questioned(f"{path}[{index}]", items, item, defs)
-    elif _is_number(value) or (isinstance(value, str) and _made_up_text(path, schema, value.strip())):
+    elif _is_number(value) or (
+        isinstance(value, str) and (_made_up_text(path, schema, value.strip()) or _copied_example(path, schema, value))
+    ):
         yield path, value
 
 
@@ -165,6 +170,37 @@ def _made_up_text(path: str, schema: Mapping[str, Any], text: str) -> bool:
     """Whether a text value is the model's own choice: a date or time, or a name (:func:`_is_name`)
     where the parameter takes one (:func:`_names_taken`)."""
     return _is_date_or_time(text) or (NAMES and _is_name(text) and _names_taken(path, schema))
+
+
+# An example in a parameter's description: 'e.g. "timeout"', "for example Oslo", "such as `SELECT 1`".
+_EXAMPLE = re.compile(
+    r"\b(?:e\.g\.|for example|for instance|such as)[:,]?\s*(?:\"([^\"]+)\"|'([^']+)'|`([^`]+)`|“([^”]+)”|([^\s,;()]+))",
+    re.IGNORECASE,
+)
+
+
+def _copied_example(path: str, schema: Mapping[str, Any], value: str) -> bool:
+    """Whether a text value is the example its parameter's documentation gives (an ``examples`` entry,
+    or one written after "e.g." in its description): ``search_files(text="timeout")`` for a task
+    that names no timeout, from 'the text to look for, e.g. "timeout"'. Both qwen2.5-coder models
+    searched for it. Not for a path, a URL or an address (the example may be a real file), nor a code
+    (:func:`_wordlike`)."""
+    if not EXAMPLES or takes_input(path.rsplit(".", 1)[-1].split("[", 1)[0], schema):
+        return False
+    wanted = value.strip().casefold()
+    described = schema.get("description")
+    written = [m.group(m.lastindex or 0) for m in _EXAMPLE.finditer(described)] if isinstance(described, str) else []
+    listed = schema.get("examples")
+    examples = [*written, *(str(e) for e in listed if isinstance(e, str))] if isinstance(listed, list) else written
+    return bool(wanted) and any(
+        wanted == example.strip().rstrip(".").casefold() and _wordlike(example) for example in examples
+    )
+
+
+def _wordlike(example: str) -> bool:
+    """An example made of words (``timeout``, ``Oslo``), not a code: a code is written from the task
+    in another form ("iron" is ``Fe``, "dollars" is ``USD``), and may well be the one it means."""
+    return re.search(r"[^\W\d_]{4,}", example) is not None and not example.isupper()
 
 
 def _is_number(value: Any) -> bool:
