@@ -711,6 +711,9 @@ def test_the_chain_question_reads_what_a_parameters_description_says_a_result_gi
     rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
     assert rejected == ["not yet called, and taking a value the last result gives: grams_to_moles (molar_mass)"]
     assert _variant_tools(brain.asked[2].schema) == {"grams_to_moles"}
+    # a task that asks for what the tool called does, and nothing the other does: the answer stands
+    brain = ScriptedBrain([tool_step("molar_mass", formula="C6H12O6"), answer_step("180.156 g/mol.")])
+    assert run_agent(brain, [molar_mass, moles], "What is the molar mass of glucose (C6H12O6)?").steps == 2
     # by the parameters' names alone (the variant "chain-by-name"), the answer stands
     import shapeloop.checks as checks_module
 

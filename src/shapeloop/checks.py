@@ -221,7 +221,7 @@ def _kept_from(task: str, value: str) -> bool:
 
 
 def unchained(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str = ""
 ) -> Question | None:
     """Question an answer given right after a result that another tool takes as its argument
     (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``), or
@@ -232,7 +232,7 @@ def unchained(
     holds a number (a value, not "no such employee") or that one pointer, to a value no call has
     used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
     tasks with their first result."""
-    if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded)):
+    if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded, task)):
         return None
     named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
     names = frozenset(name for name, _, _ in takers)
@@ -246,14 +246,14 @@ def unchained(
 
 
 def chained_on_repeat(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str = ""
 ) -> Question | None:
     """After a call made again for the same result, where a tool not yet called takes a value of it
     (the test of :func:`unchained`): the next constrained step calls that tool or answers, where it
     would otherwise only answer. qwen2.5-coder-0.5b searched hotels twice, and was made to answer
     with the list where the task wanted the cheapest one's cancellation policy. Not forced to call:
     the result may be the answer ("What is Jonas Berg's employee id?")."""
-    if not CHAIN_ON_REPEAT or not (takers := _takers(result, tools, called, excluded)):
+    if not CHAIN_ON_REPEAT or not (takers := _takers(result, tools, called, excluded, task)):
         return None
     names = frozenset(name for name, _, _ in takers)
     return Question(
@@ -265,12 +265,16 @@ def chained_on_repeat(
 
 
 def _takers(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str]
+    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str
 ) -> list[tuple[str, str, str | None]]:
     """The tools that take a value of a good result, each with the parameter and, for a pointer,
-    the value (see :func:`unchained`)."""
+    the value (see :func:`unchained`). A tool whose parameter only its description ties to the
+    result (:func:`~shapeloop.grounding.described_in`) must also be asked for by the task
+    (:func:`_asked_for`)."""
     if result.status is not ToolStatus.OK:
         return []
+    tools = list(tools)
+    done = [tool for tool in tools if any(call.tool == tool.name for call in called)]
     words = result_words(result.text)
     holds_number = re.search(r"\d", result.text) is not None
     used = {str(value).strip().casefold() for call in called for value in call.args.values()}
@@ -289,11 +293,34 @@ def _takers(
             takers.append((tool.name, pointed[0][0], pointed[0][1]))
         elif tool.name == result.call.tool or not holds_number:
             continue
-        elif taken := taken_from(tool.parameters, words, result.text) or (
-            CHAIN_DESCRIBED and described_in(tool.parameters, result.text)
-        ):
+        elif taken := taken_from(tool.parameters, words, result.text) or _described(tool, result.text, task, done):
             takers.append((tool.name, taken, None))
     return takers
+
+
+def _described(tool: Tool, result: str, task: str, used: Sequence[Tool]) -> str | None:
+    """The parameter of ``tool`` whose description ties it to the result, where the task asks for
+    what the tool does (``CHAIN_DESCRIBED``)."""
+    if not CHAIN_DESCRIBED or not (taken := described_in(tool.parameters, result)):
+        return None
+    return taken if _asked_for(task, tool, used) else None
+
+
+def _asked_for(task: str, tool: Tool, used: Sequence[Tool]) -> bool:
+    """Whether the task asks for what ``tool`` does and no tool already called does: a word of four
+    letters or more that the task shares with its name or description and not with theirs. "How
+    many moles are in 50 g of glucose?" asks for ``grams_to_moles`` after ``molar_mass``; "What is
+    the molar mass of glucose?" does not (qwen2.5-coder-0.5b, sent on to it, answered "1.0000 mol")."""
+    asked = {word for word in result_words(task) if len(word) >= 4} - _SAYS_NOTHING
+    done: set[str] = set()
+    for other in used:
+        done |= _tool_words(other)
+    return bool(asked & (_tool_words(tool) - done))
+
+
+def _tool_words(tool: Tool) -> frozenset[str]:
+    """The words of a tool's name and description."""
+    return result_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name) + " " + tool.description)
 
 
 # An answer that asks the user for what it lacks ("I need the employee's id", "Please provide the

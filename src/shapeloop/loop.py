@@ -528,7 +528,7 @@ class _Run:
         if self.step + 2 > self.max_steps:
             return None
         tools = self.toolbox.tools.values()
-        question = checks.chained_on_repeat(result, tools, self.called, self.excluded | self.chain_asked)
+        question = checks.chained_on_repeat(result, tools, self.called, self.excluded | self.chain_asked, self.task)
         if question is not None:
             self.chain_asked |= question.named
         return question
@@ -754,7 +754,9 @@ class _Run:
             question = checks.left_unread(self.task, shown, tools, self.called, self.excluded)
             self.left_asked = question is not None
         if question is None and self.last_result is not None and room:
-            question = checks.unchained(self.last_result, tools, self.called, self.excluded | self.chain_asked)
+            question = checks.unchained(
+                self.last_result, tools, self.called, self.excluded | self.chain_asked, self.task
+            )
             if question is not None:
                 self.chain_asked |= question.named
         if question is None and self.results and not self.talk_asked and self.typed is None:
