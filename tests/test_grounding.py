@@ -631,3 +631,19 @@ def test_described_in_reads_what_a_parameters_description_says_a_result_gives() 
     assert described_in(fixed, "12 km") is None
     bare = {"type": "object", "required": ["latitude"], "properties": {"latitude": {"type": "number"}}}
     assert described_in(bare, "latitude 4") is None
+
+
+def test_described_in_passes_over_common_heads_numbers_as_units_and_odd_schemas() -> None:
+    def schema(**described: str) -> dict[str, object]:
+        properties = {name: {"type": "string", "description": text} for name, text in described.items()}
+        return {"type": "object", "properties": properties, "required": list(described)}
+
+    # "in 4 digits" gives no unit, and a head that any dated result writes names nothing
+    assert described_in(schema(year="Year in 4 digits"), "founded in 2024") is None
+    assert described_in(schema(when="Date of the meeting"), "meeting date 2024-05-01, 3 people") is None
+    assert described_in(schema(share="the share in %"), "growth: 12 %") == "share"
+    # the example's lead word in any case, with a comma after it
+    for described in ("ISO 4217 code, e.g., USD", "ISO 4217 code. E.g. USD", "ISO 4217 code e.g. USD"):
+        assert described_in(schema(code=described), "NVDA: 131.38 USD") == "code", described
+    odd = {"type": "object", "properties": {"a": {"description": "latitude"}}, "required": [["a"], 3, "a"]}
+    assert described_in(odd, "latitude 4") == "a"

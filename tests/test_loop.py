@@ -456,6 +456,12 @@ def test_a_call_refused_again_with_the_same_refusal_is_answered_next(tmp_path: P
     assert 'Reply with action "answer" now' in brain.asked[2].messages[-1]["content"]
     # a refusal made once leaves every choice open, and so does the setting turned off
     assert _actions(brain.asked[1].schema) != ["answer"]
+    # a refusal that names what to try instead is not the end: /notes.txt meant notes.txt
+    (tmp_path / "notes.txt").write_text("hello\n")
+    brain = ScriptedBrain([tool_step("read_file", path="/notes.txt"), tool_step("read_file", path="/notes.txt"),
+                           tool_step("read_file", path="notes.txt"), answer_step("hello")])  # fmt: skip
+    run = run_agent(brain, workspace_tools(tmp_path), "What does /notes.txt say?")
+    assert run.answer == "hello" and _actions(brain.asked[2].schema) != ["answer"]
     import shapeloop.loop as loop_module
 
     saved, loop_module.REFUSAL_ANSWERS = loop_module.REFUSAL_ANSWERS, False
@@ -714,6 +720,17 @@ def test_the_chain_question_reads_what_a_parameters_description_says_a_result_gi
     # a task that asks for what the tool called does, and nothing the other does: the answer stands
     brain = ScriptedBrain([tool_step("molar_mass", formula="C6H12O6"), answer_step("180.156 g/mol.")])
     assert run_agent(brain, [molar_mass, moles], "What is the molar mass of glucose (C6H12O6)?").steps == 2
+    # a task word that the result already gives asks for nothing more: "temperature" after a result
+    # that says it, where another tool's description names it too
+    weather = Tool(name="get_weather", description="Current weather for a city.",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                   fn=lambda city: f"{city}: temperature 8 C")  # fmt: skip
+    convert = Tool(name="convert_temperature", description="Celsius to Fahrenheit.",
+                   parameters={"type": "object", "required": ["celsius"],
+                               "properties": {"celsius": {"type": "number", "description": "temperature in C"}}},
+                   fn=lambda celsius: f"{celsius * 1.8 + 32:g} F")  # fmt: skip
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("It is 8 C.")])
+    assert run_agent(brain, [weather, convert], "What is the temperature in Oslo right now?").steps == 2
     # by the parameters' names alone (the variant "chain-by-name"), the answer stands
     import shapeloop.checks as checks_module
 

@@ -591,3 +591,19 @@ def test_a_call_copying_its_parameters_example_is_refused_and_the_setting_turns_
         assert not any(isinstance(e, CallRefused) for e in run.events)
     finally:
         values_module.EXAMPLES = saved
+
+
+def test_the_example_check_leaves_settings_alone_and_reads_whole_unquoted_examples() -> None:
+    def one(name: str, description: str) -> dict[str, Any]:
+        return {"properties": {name: {"type": "string", "description": description}}, "required": [name]}
+
+    task = "What's the weather in Oslo?"
+    for name, example in (("unit", "celsius"), ("format", "json"), ("language", "English"), ("sortOrder", "newest")):
+        assert made_up_values(one(name, f"e.g. {example}"), {name: example}, task) == [], name
+    # an example written without quotes is the phrase up to the punctuation after it
+    phrase = one("text", "what to look for, such as error messages")
+    assert made_up_values(phrase, {"text": "error"}, "Which log lines show failures?") == []
+    assert made_up_values(phrase, {"text": "error messages"}, "Which log lines show failures?")
+    # codes in quotes stay codes
+    for code in ("NVDA", "BA 117"):
+        assert made_up_values(one("text", f'e.g. "{code}"'), {"text": code}, task) == [], code

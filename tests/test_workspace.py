@@ -49,8 +49,15 @@ def test_a_refused_path_says_no_tool_reaches_it_or_the_path_inside_it_meant(spac
         with pytest.raises(OutsideWorkspace) as refused:
             space_.resolve(path)
         assert str(refused.value).endswith(": no tool here can reach it, so tell the user it cannot be done"), path
-    # an absolute path whose relative twin is in the workspace: the model meant that one
-    for path, meant in (("/colour.txt", "colour.txt"), ("/sub/deep.txt", "sub/deep.txt"), ("/sub", "sub")):
+    # an absolute path whose relative twin is in the workspace, or whose folder is (a new file): the
+    # model meant that one; "/" is the root; never a hidden name
+    for path in ("/.env", "/sub/.hidden.txt"):
+        with pytest.raises(OutsideWorkspace) as refused:
+            space_.resolve(path)
+        assert "did you mean" not in str(refused.value), path
+    cases = (("/colour.txt", "colour.txt"), ("/sub/deep.txt", "sub/deep.txt"), ("/sub", "sub"),
+             ("/sub/new.txt", "sub/new.txt"), ("/", "."))  # fmt: skip
+    for path, meant in cases:
         with pytest.raises(OutsideWorkspace) as refused:
             space_.resolve(path)
         assert str(refused.value) == (

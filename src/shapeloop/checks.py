@@ -303,15 +303,17 @@ def _described(tool: Tool, result: str, task: str, used: Sequence[Tool]) -> str 
     what the tool does (``CHAIN_DESCRIBED``)."""
     if not CHAIN_DESCRIBED or not (taken := described_in(tool.parameters, result)):
         return None
-    return taken if _asked_for(task, tool, used) else None
+    return taken if _asked_for(task, tool, used, result) else None
 
 
-def _asked_for(task: str, tool: Tool, used: Sequence[Tool]) -> bool:
-    """Whether the task asks for what ``tool`` does and no tool already called does: a word of four
-    letters or more that the task shares with its name or description and not with theirs. "How
-    many moles are in 50 g of glucose?" asks for ``grams_to_moles`` after ``molar_mass``; "What is
-    the molar mass of glucose?" does not (qwen2.5-coder-0.5b, sent on to it, answered "1.0000 mol")."""
-    asked = {word for word in result_words(task) if len(word) >= 4} - _SAYS_NOTHING
+def _asked_for(task: str, tool: Tool, used: Sequence[Tool], result: str) -> bool:
+    """Whether the task asks for what ``tool`` does, and neither a tool already called nor the result
+    gives it: a word of four letters or more that the task shares with the tool's name or
+    description and not with theirs, nor with the result. "How many moles are in 50 g of glucose?"
+    asks for ``grams_to_moles`` after ``molar_mass`` gave "180.156 g/mol"; "What is the molar mass
+    of glucose?" does not (qwen2.5-coder-0.5b, sent on to it, answered "1.0000 mol"), nor does "What
+    is the temperature in Oslo?" after "Oslo: temperature 8 C" ask for a tool that converts one."""
+    asked = {word for word in result_words(task) if len(word) >= 4} - _SAYS_NOTHING - result_words(result)
     done: set[str] = set()
     for other in used:
         done |= _tool_words(other)

@@ -67,13 +67,19 @@ def taken_from(parameters: Mapping[str, Any], words: frozenset[str], text: str =
 # Where a parameter's description ends its head, the thing it takes: "latitude | of the first point",
 # "molar mass | in g/mol", "ISO 4217 code|, e.g. USD".
 _HEAD_END = re.compile(
-    r"[,;:(]|\s(?:of|in|for|from|to|with|as|at|on|by|that|which|e\.g\.|i\.e\.|such as|like)\b", re.IGNORECASE
+    r"[,;:(]|\s(?:of|in|for|from|to|with|as|at|on|by|that|which|e\.g\.|i\.e\.|such as|like)(?!\w)", re.IGNORECASE
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-# A unit the description gives after "in": "molar mass in g/mol", "distance in km".
-_UNIT = re.compile(r"\bin\s+(?!(?:the|a|an|this|that|its|their|which)\b)([^\s,;()]+)", re.IGNORECASE)
+# Heads that many results write without giving what the parameter takes ("Date of the meeting" after
+# any result with a date in it).
+_COMMON_HEADS = frozenset(
+    ("date", "time", "day", "year", "month", "amount", "price", "total", "count", "size", "length", "quantity")
+)
+# A unit the description gives after "in": "molar mass in g/mol", "distance in km"; two characters or
+# more with a letter among them, or "%" ("in 4 digits" gives none).
+_UNIT = re.compile(r"\bin\s+(?!(?:the|a|an|this|that|its|their|which)\b)([^\W\d_][^\s,;()]+|%)", re.IGNORECASE)
 # A code the description gives as its example: "ISO 4217 code, e.g. USD", "the ticker symbol, e.g. \"IBM\"".
-_EXAMPLE_CODE = re.compile(r"\b(?:e\.g\.|for example|such as)\s*[\"'“]?([A-Z][A-Z0-9]{1,5})(?![\w-])")
+_EXAMPLE_CODE = re.compile(r"(?i:\b(?:e\.g\.|for example|such as))[:,]?\s*[\"'“]?([A-Z][A-Z0-9]{1,5})(?![\w-])")
 
 
 def described_in(parameters: Mapping[str, Any], text: str) -> str | None:
@@ -93,7 +99,7 @@ def described_in(parameters: Mapping[str, Any], text: str) -> str | None:
         return None
     words = result_words(text)
     for name in required:
-        schema = properties.get(name)
+        schema = properties.get(name) if isinstance(name, str) else None
         if not isinstance(schema, Mapping) or _fixed_values(schema) is not None:
             continue
         described = schema.get("description")
@@ -101,10 +107,12 @@ def described_in(parameters: Mapping[str, Any], text: str) -> str | None:
             continue
         head = _ARTICLE.sub("", _HEAD_END.split(described.strip(), maxsplit=1)[0].strip())
         named = {word for word in _name_words(head) if len(word) >= 3}
-        if named and named <= words:
+        if named and named <= words and not named <= _COMMON_HEADS:
             return str(name)
         unit = _UNIT.search(described)
-        if unit and re.search(rf"\d\s*{re.escape(unit.group(1).rstrip('.'))}(?![\w/])", text, re.IGNORECASE):
+        written = unit.group(1).rstrip(".") if unit else ""
+        unit_follows = re.search(rf"\d\s*{re.escape(written)}(?![\w/])", text, re.IGNORECASE) if written else None
+        if unit_follows and (len(written) >= 2 or written == "%"):
             return str(name)
         code = _EXAMPLE_CODE.search(described)
         if code and re.search(rf"(?<![\w-]){code.group(1)}(?![\w-])", text):

@@ -862,9 +862,17 @@ class _Run:
 
 def _same_again(result: ToolResult, record: CallRecord) -> bool:
     """A call made before, with the same result, and that result not a failure: the model has it. A
-    refusal counts (``REFUSAL_ANSWERS``): it will not change, and the user is to be told of it."""
-    kept = (ToolStatus.OK, ToolStatus.DENIED) if REFUSAL_ANSWERS else (ToolStatus.OK,)
-    return bool(record.repeats) and result.status in kept
+    refusal counts (``REFUSAL_ANSWERS``): it will not change, and the user is to be told of it; not
+    one that names what to try instead ("did you mean 'notes/todo.txt'?")."""
+    if not record.repeats:
+        return False
+    if result.status is ToolStatus.DENIED:
+        return REFUSAL_ANSWERS and _OFFERS.search(result.text) is None
+    return result.status is ToolStatus.OK
+
+
+# A refusal that names what to try instead.
+_OFFERS = re.compile(r"\bdid you mean\b", re.IGNORECASE)
 
 
 def _failure(result: ToolResult) -> str | None:

@@ -174,18 +174,29 @@ def _made_up_text(path: str, schema: Mapping[str, Any], text: str) -> bool:
 
 # An example in a parameter's description: 'e.g. "timeout"', "for example Oslo", "such as `SELECT 1`".
 _EXAMPLE = re.compile(
-    r"\b(?:e\.g\.|for example|for instance|such as)[:,]?\s*(?:\"([^\"]+)\"|'([^']+)'|`([^`]+)`|“([^”]+)”|([^\s,;()]+))",
+    r"\b(?:e\.g\.|for example|for instance|such as)[:,]?\s*"
+    r"(?:\"([^\"]+)\"|'([^']+)'|`([^`]+)`|“([^”]+)”|([^,;()\"'`“]+?)(?=[,;()]|\.(?:\s|$)|\s+or\s|$))",
     re.IGNORECASE,
 )
+# Words of a parameter's name that say it takes a setting, whose example is as good a choice as any
+# ("celsius" for a unit, "json" for a format): not checked.
+_SETTINGS = frozenset(
+    ("unit", "units", "format", "language", "lang", "locale", "sort", "order", "mode", "style", "type", "kind",
+     "encoding", "currency", "timezone", "tz", "level", "theme", "precision", "method", "algorithm", "engine",
+     "model", "version", "scale", "system", "region", "country", "separator", "delimiter", "case")
+)  # fmt: skip
 
 
 def _copied_example(path: str, schema: Mapping[str, Any], value: str) -> bool:
     """Whether a text value is the example its parameter's documentation gives (an ``examples`` entry,
     or one written after "e.g." in its description): ``search_files(text="timeout")`` for a task
     that names no timeout, from 'the text to look for, e.g. "timeout"'. Both qwen2.5-coder models
-    searched for it. Not for a path, a URL or an address (the example may be a real file), nor a code
+    searched for it. Not for a path, a URL or an address (the example may be a real file), a setting
+    (``unit``, ``format``, ``language``: the example is as good a choice as any), nor a code
     (:func:`_wordlike`)."""
-    if not EXAMPLES or takes_input(path.rsplit(".", 1)[-1].split("[", 1)[0], schema):
+    name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_\-]", " ", name).casefold().split()
+    if not EXAMPLES or takes_input(name, schema) or not _SETTINGS.isdisjoint(spaced):
         return False
     wanted = value.strip().casefold()
     described = schema.get("description")

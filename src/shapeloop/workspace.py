@@ -378,14 +378,18 @@ class Workspace:
 
     def _inside(self, path: str, shown: str | None) -> str:
         """What to do after an absolute path outside the root: the path inside it that a model may have
-        meant ("/notes/todo.txt" for "notes/todo.txt"), else that no tool can reach it. Not for a
-        symlink's target (``shown``): the link's own name was the path asked for."""
-        relative = path.lstrip("/")
-        if shown is None and relative:
+        meant ("/notes/todo.txt" for "notes/todo.txt", "/" for "."), where that path or the folder it
+        would be made in is there, else that no tool can reach it. Not for a symlink's target
+        (``shown``: the link's own name was the path asked for), nor a hidden name."""
+        parts = [part for part in path.split("/") if part]
+        if shown is not None or any(part.startswith(".") for part in parts):
+            return OUTSIDE_NOTE
+        relative = "/".join(parts) or "."
+        for candidate in (relative, "/".join(parts[:-1])) if len(parts) > 1 else (relative,):
             try:
-                fd, _ = self._open(relative, os.O_RDONLY)
+                fd, _ = self._open(candidate, os.O_RDONLY)
             except ToolFailure:
-                return OUTSIDE_NOTE
+                continue
             os.close(fd)
             return f"; paths are relative to the workspace root: did you mean {relative!r}?"
         return OUTSIDE_NOTE
