@@ -33,6 +33,7 @@ from shapeloop.grounding import (
     described_in,
     gives,
     holds_value,
+    identifier_words,
     named_inputs,
     result_words,
     taken_from,
@@ -89,7 +90,7 @@ def acts(tool: Tool) -> bool:
     ``sendEmail``, ``files.write``, ``book_hotel``; not ``get_order``). A question put to an answer
     never makes the next step call such a tool: "What is ~/.bashrc for?" must not lead to
     ``delete_file``."""
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name).lower().split()
+    words = identifier_words(tool.name)
     return tool.needs_approval or not _ACTING.isdisjoint(words) or (bool(words) and words[0] in _ACTING_FIRST)
 
 
@@ -322,7 +323,7 @@ def _asked_for(task: str, tool: Tool, used: Sequence[Tool], result: str) -> bool
 
 def _tool_words(tool: Tool) -> frozenset[str]:
     """The words of a tool's name and description."""
-    return result_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", tool.name) + " " + tool.description)
+    return result_words(" ".join(identifier_words(tool.name)) + " " + tool.description)
 
 
 # An answer that asks the user for what it lacks ("I need the employee's id", "Please provide the

@@ -29,6 +29,12 @@ def _name_words(name: str) -> set[str]:
     return {word for word in result_words(spaced) if len(word) > 1} - _GENERIC
 
 
+def identifier_words(name: str) -> list[str]:
+    """The words of a tool's or a parameter's name, case-folded: ``sendEmail``, ``send_email``,
+    ``mail.send-now`` -> their words split at capitals, "_", "." and "-"."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", name).casefold().split()
+
+
 def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
@@ -364,7 +370,7 @@ def gives(name: str, description: str, parameters: Mapping[str, Any], wanted: st
     first point") takes it. The parameter's words (:func:`_name_words`) must all be among the tool's.
     """
     needed = {word for word in _name_words(wanted) if len(word) >= 4}  # "day" is in too many names
-    if not needed or not needed <= result_words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.]", " ", name) + " " + description):
+    if not needed or not needed <= result_words(" ".join(identifier_words(name)) + " " + description):
         return False
     properties = parameters.get("properties")
     for key, schema in properties.items() if isinstance(properties, Mapping) else ():

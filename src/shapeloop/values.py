@@ -32,7 +32,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from shapeloop.grounding import is_text, result_words, takes_input
+from shapeloop.grounding import identifier_words, is_text, result_words, takes_input
 from shapeloop.ids import is_id_name
 
 # Check names as well as numbers, dates and times (a switch for the benchmark's variants).
@@ -149,7 +149,7 @@ def _fixed(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> bo
 
 def _questioned(path: str, schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """The numbers, date or time strings and names in ``value`` that are the model's own choice."""
-    if _fixed(schema, value, defs) or is_id_name(path.rsplit(".", 1)[-1].split("[", 1)[0]):
+    if _fixed(schema, value, defs) or is_id_name(_own_name(path)):
         return
     if isinstance(value, Mapping):
         properties = schema.get("properties") or {}
@@ -194,9 +194,8 @@ def _copied_example(path: str, schema: Mapping[str, Any], value: str) -> bool:
     searched for it. Not for a path, a URL or an address (the example may be a real file), a setting
     (``unit``, ``format``, ``language``: the example is as good a choice as any), nor a code
     (:func:`_wordlike`)."""
-    name = path.rsplit(".", 1)[-1].split("[", 1)[0]
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_\-]", " ", name).casefold().split()
-    if not EXAMPLES or takes_input(name, schema) or not _SETTINGS.isdisjoint(spaced):
+    name = _own_name(path)
+    if not EXAMPLES or takes_input(name, schema) or not _SETTINGS.isdisjoint(identifier_words(name)):
         return False
     wanted = value.strip().casefold()
     described = schema.get("description")
@@ -242,9 +241,15 @@ _NAME_FILLERS = frozenset(("of", "de", "la", "le", "el", "the", "and", "van", "v
 def _names_taken(path: str, schema: Mapping[str, Any]) -> bool:
     """Whether a parameter takes a name, by its name's words (:data:`_NAMED`), and not a file path,
     a URL or an email address."""
-    name = path.rsplit(".", 1)[-1].split("[", 1)[0]
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_.\-]", " ", name).casefold().split()
-    return not _NAMED.isdisjoint(word.removesuffix("s") for word in spaced) and not takes_input(name, schema)
+    name = _own_name(path)
+    words = {word.removesuffix("s") for word in identifier_words(name)}
+    return not _NAMED.isdisjoint(words) and not takes_input(name, schema)
+
+
+def _own_name(path: str) -> str:
+    """The parameter's own name at the end of an argument's path (``destination.city`` -> ``city``,
+    ``items[0]`` -> ``items``)."""
+    return path.rsplit(".", 1)[-1].split("[", 1)[0]
 
 
 def _is_name(text: str) -> bool:
