@@ -13,8 +13,10 @@ much); its figures go to measurements/calibration.json.
 The fit floor is chosen first, the same way: at each first step the backend also measures the task's
 fit to its best tool (``shapeloop.fit``), and a task below the floor answers. Of the floors that cost
 at most two points, the chosen one abstains most; it sits halfway between the fits on either side
-of it, and where several floors abstain as much, the lowest is taken. The bias is then chosen with
-that floor in place, the two together held to the same two points.
+of it, and where several floors abstain as much, the lowest is taken. A second floor for the tasks
+that share no word with any offered tool (``shapeloop.fit.shared_words``) is chosen next, the same
+way, among the fits of those tasks and above the first floor. The bias is then chosen with both
+floors in place, the three together held to the same two points.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import MEASUREMENTS, write
-from benchmarks.suite import ABSTAIN_KINDS
+from benchmarks.suite import ABSTAIN_KINDS, shares_words
 
 BIASES = [round(0.5 * i, 1) for i in range(0, 25)]
 MAX_COST = 0.02  # the issue's bar: at most two points on the tasks that need a tool
@@ -37,24 +39,30 @@ def first_gap(record: dict[str, Any]) -> float | None:
     return gaps[0] if gaps else None
 
 
-def unfit(record: dict[str, Any], floor: float | None) -> bool:
+def unfit(record: dict[str, Any], floor: float | None, unshared: float | None = None) -> bool:
     fit = record.get("fit")
-    return floor is not None and fit is not None and fit < floor
+    if floor is None or fit is None:
+        return False
+    return fit < floor or (unshared is not None and fit < unshared and not shares_words(record))
 
 
-def outcomes(records: list[dict[str, Any]], bias: float, floor: float | None = None) -> dict[str, Any]:
-    """How the first steps of these records would go with ``bias`` and ``floor``."""
+def outcomes(
+    records: list[dict[str, Any]], bias: float, floor: float | None = None, unshared: float | None = None
+) -> dict[str, Any]:
+    """How the first steps of these records would go with ``bias``, ``floor`` and the floor for tasks
+    that share no word with a tool, ``unshared``."""
     abstain = [r for r in records if r["kind"] in ABSTAIN_KINDS]
     needs_tool = [r for r in records if r["kind"] not in ABSTAIN_KINDS and r["kind"] != "escape"]
 
     def answers(r: dict[str, Any]) -> bool:
         gap = first_gap(r)
-        return r["first_step"] == "answer" or unfit(r, floor) or (gap is not None and gap < bias)
+        return r["first_step"] == "answer" or unfit(r, floor, unshared) or (gap is not None and gap < bias)
 
     lost = [r["task"] for r in needs_tool if r["first_step"] == "tool" and answers(r)]
     return {
         "bias": bias,
         "floor": floor,
+        "unshared_floor": unshared,
         "abstention": round(sum(answers(r) for r in abstain) / (len(abstain) or 1), 3),
         "tool_tasks_turned_to_answers": len(lost),
         "cost": round(len(lost) / (len(needs_tool) or 1), 3),
@@ -76,10 +84,14 @@ def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     floor_table = [outcomes(records, 0.0, floor) for floor in floors(records)]
     floor = best(floor_table, "floor")["floor"]
-    table = [outcomes(records, b, floor) for b in BIASES]
+    unshared_floors = [] if floor is None else floors([r for r in records if not shares_words(r)])
+    unshared_table = [outcomes(records, 0.0, floor, u) for u in unshared_floors if u is None or u > floor]
+    unshared = best(unshared_table, "unshared_floor")["unshared_floor"] if unshared_table else None
+    table = [outcomes(records, b, floor, unshared) for b in BIASES]
     chosen = best(table, "bias")
-    return {"chosen": chosen["bias"], "floor": floor, "max_cost": MAX_COST, "table": table,
-            "floor_table": [row for row in floor_table if row["cost"] <= 2 * MAX_COST],
+    return {"chosen": chosen["bias"], "floor": floor, "unshared_floor": unshared, "max_cost": MAX_COST,
+            "table": table, "floor_table": [row for row in floor_table if row["cost"] <= 2 * MAX_COST],
+            "unshared_floor_table": [row for row in unshared_table if row["cost"] <= 2 * MAX_COST],
             "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records),
             "with_fit": sum(r.get("fit") is not None for r in records)}  # fmt: skip
 
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
             results.append({"model": model, "source": str(path), "variant": data["settings"].get("variant"),
                             **calibrate(mine)})  # fmt: skip
             found = results[-1]
-            print(model, "floor", found["floor"], "bias", found["chosen"],
+            print(model, "floor", found["floor"], "unshared floor", found["unshared_floor"], "bias", found["chosen"],
                   [(row["bias"], row["abstention"], row["cost"]) for row in found["table"][:13]])  # fmt: skip
     # a model calibrated again replaces its earlier result; the others stay
     mine = {r["model"] for r in results}

@@ -10,6 +10,7 @@ fits, an answer.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import statistics
 import sys
@@ -22,7 +23,7 @@ from typing import Any
 
 from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
-from shapeloop import AgentRun, Brain, Tool, prompts, run_agent, workspace_tools
+from shapeloop import AgentRun, Brain, Tool, fit, prompts, run_agent, workspace_tools
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
@@ -96,15 +97,17 @@ def run_task(
                 gaps.append(stats.get("decision_gap"))
                 fits.append(stats.get("fit"))
 
+        tools = tools_for(task, root)
         run = run_agent(
-            brain, tools_for(task, root), task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
+            brain, tools, task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
             schema=schema, approve=lambda call: True, stuck_limit=stuck_limit, on_event=note_gap,  # type: ignore[arg-type]
         )  # fmt: skip
         seconds = time.perf_counter() - started
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
+    shared = fit.shared_words(task.prompt, [(t.name, t.description) for t in tools])
     return {**describe(task), "mode": mode, "schema": schema, **scored, "decision_gaps": gaps,
-            "fit": fits[0] if fits else None, "seconds": round(seconds, 3)}  # fmt: skip
+            "fit": fits[0] if fits else None, "shared_words": sorted(shared), "seconds": round(seconds, 3)}  # fmt: skip
 
 
 def succeeded(kind: str, *, answered: bool, checked: bool, calls: int, raw: bool = False) -> bool:
@@ -116,6 +119,26 @@ def succeeded(kind: str, *, answered: bool, checked: bool, calls: int, raw: bool
     if kind == "write":
         return checked
     return answered and checked and not (kind in ABSTAIN_KINDS and calls)
+
+
+def shares_words(record: dict[str, Any]) -> bool:
+    """Whether a record's task shares a word with an offered tool (``shapeloop.fit.shared_words``): as
+    the record says, else as its task says now; a task no longer known counts as sharing one."""
+    if "shared_words" in record:
+        return bool(record["shared_words"])
+    task = _known_tasks().get(record["task"])
+    if task is None:
+        return True
+    tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched
+    return bool(fit.shared_words(task.prompt, [(t.name, t.description) for t in tools]))
+
+
+@functools.cache
+def _known_tasks() -> dict[str, AnyTask]:
+    from benchmarks.fc_tasks import CALL_TASKS
+    from benchmarks.tasks import TASKS
+
+    return {t.name: t for t in [*TASKS, *CALL_TASKS]}
 
 
 def describe(task: AnyTask) -> dict[str, Any]:

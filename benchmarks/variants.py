@@ -99,6 +99,15 @@ def no_bias() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def one_fit_floor() -> Iterator[None]:
+    """The first fit floor alone, as before the higher floor for tasks that share no word with a tool."""
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    with _patched(LlamaCppBrain, _floor=lambda self, request: self.fit_floor):
+        yield
+
+
+@contextlib.contextmanager
 def no_fit() -> Iterator[None]:
     """The answer bias alone, as before the fit floor: no task is judged unfit."""
     from shapeloop.backends.llamacpp import LlamaCppBrain
@@ -161,6 +170,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "call-after-error": call_after_error,
     "no-bias": no_bias,
     "no-fit": no_fit,
+    "one-fit-floor": one_fit_floor,
     "answer-after-echo": answer_after_echo,
     "patient-next": lambda: _patched(prompts, _NEXT=_NEXT_PATIENT),
     "plain-path-errors": lambda: _patched(workspace.Workspace, _near=lambda self, path: _PLAIN_HINT),
@@ -169,6 +179,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "chain-by-name": lambda: _patched(checks, CHAIN_DESCRIBED=False),
     "outside-use-a-path": lambda: _patched(workspace, OUTSIDE_NOTE="; use a path inside it"),
     "no-refusal-answers": lambda: _patched(loop, REFUSAL_ANSWERS=False),
+    "no-id-sources": lambda: _patched(loop, ID_SOURCES=False),
     "no-value-check": lambda: _patched(loop, VALUE_CHECK=False),
     "no-name-check": lambda: _patched(values, NAMES=False),
     "no-example-check": lambda: _patched(values, EXAMPLES=False),

@@ -201,12 +201,37 @@ def test_calibration_picks_a_fit_floor_halfway_between_the_fits_on_either_side_t
     assert row["abstention"] == 0.75 and row["lost"] == []
 
 
+def test_calibration_picks_the_unshared_floor_among_tasks_that_share_no_word_with_a_tool() -> None:
+    from benchmarks.calibrate import calibrate
+
+    def record(kind: str, fit: float, shared: bool) -> dict[str, object]:
+        return {"task": f"{kind}{fit}", "kind": kind, "first_step": "tool", "decision_gaps": [9.0], "fit": fit,
+                "shared_words": ["file"] if shared else []}  # fmt: skip
+
+    # tool tasks that share a word sit as low as -0.6; those that share none start at 0.3; abstention
+    # tasks that share none at -1.0, -0.2 and 0.1, and one that shares a word at 0.0
+    records = [record("call", -0.6 + i / 10, shared=True) for i in range(40)]
+    records += [record("call", 0.3 + i / 10, shared=False) for i in range(20)]
+    records += [record("irrelevant", -1.0, False), record("irrelevant", -0.2, False),
+                record("no_tool", 0.1, False), record("irrelevant", 0.0, True)]  # fmt: skip
+    found = calibrate(records)  # type: ignore[arg-type]
+    assert found["floor"] == -0.8, "halfway between -1.0 and the lowest tool task, -0.6"
+    # halfway between 0.1 and 0.3, the fits on either side among the tasks that share no word
+    assert found["unshared_floor"] == 0.2
+    row = next(r for r in found["table"] if r["bias"] == found["chosen"])
+    assert row["abstention"] == 0.75 and row["lost"] == [], "the one that shares a word still calls"
+    # with no task that shares no word, there is no second floor
+    assert calibrate([r for r in records if r["shared_words"]])["unshared_floor"] is None  # type: ignore[arg-type,index]
+
+
 def test_the_catalogue_biases_and_floors_are_the_calibrated_ones() -> None:
     from shapeloop import models
 
     calibration = json.loads((ROOT / "measurements" / "calibration.json").read_text())
     chosen = {r["model"]: r["chosen"] for r in calibration["results"]}
     floors = {r["model"]: r.get("floor") for r in calibration["results"]}
+    unshared = {r["model"]: r.get("unshared_floor") for r in calibration["results"]}
     for name, entry in models.CATALOGUE.items():
         assert entry.answer_bias == chosen.get(name), name
         assert entry.fit_floor == floors.get(name), name
+        assert entry.unshared_fit_floor == unshared.get(name), name

@@ -158,6 +158,43 @@ def test_an_unknown_model_is_refused_before_llama_cpp_is_needed() -> None:
         LlamaCppBrain("gpt-17")
 
 
+def test_a_task_that_shares_no_word_with_any_tool_is_held_to_the_higher_unshared_floor() -> None:
+    from shapeloop.backends.llamacpp import UNFIT_BIAS
+
+    class Flat(FakeLlama):
+        def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+            # every task fits every tool by 0.3 (+0.15 a token each way over the bases)
+            return [-0.85 if prefix.startswith(("The tool", "A user's request: ")) else -1.0] * 3
+
+    songs = (("search_songs", "Search songs by title and artist."),)
+    lone = Request(messages=[], task="Who wrote Pride and Prejudice?", offered=songs)
+    sharing = Request(messages=[], task="Search for the song Yesterday.", offered=songs)
+    b = brain(Flat(), answer_bias=1.5, fit_floor=0.0, unshared_fit_floor=0.5)
+    assert b.fit_of(lone) == pytest.approx(0.3) == b.fit_of(sharing)
+    assert b.answer_bias_for(lone) == UNFIT_BIAS, "no shared word, and a fit below the higher floor"
+    assert b.answer_bias_for(sharing) == 1.5, "a shared word ('search', 'song'): only the first floor applies"
+    # the higher floor is only a second condition: without the first floor nothing is judged
+    assert brain(Flat(), answer_bias=1.5, fit_floor=float("-inf"), unshared_fit_floor=0.5).answer_bias_for(lone) == 1.5
+    assert brain(Flat(), answer_bias=1.5, fit_floor=0.0).answer_bias_for(lone) == 1.5
+    assert brain(Flat(), answer_bias=1.5, fit_floor=0.0, unshared_fit_floor=0.2).answer_bias_for(lone) == 1.5
+
+
+def test_shared_words_are_content_words_of_four_letters_and_a_named_path_counts_as_a_file() -> None:
+    from shapeloop.fit import shared_words
+
+    length = [("convert_length", "Convert a length between units.")]
+    files = [("read_file", "Read a text file in the workspace.")]
+    assert shared_words("Convert 100 degrees Fahrenheit to Celsius.", length) == {"convert"}
+    assert shared_words("who wrote pride and prejudice?", [("search_songs", "Search songs by title.")]) == set()
+    assert shared_words("How many goals has Haaland scored?", [("player_goals", "A player's goal count.")]) == {"goal"}
+    # function words tie nothing: "what", "would", "that", "from", "with"
+    assert shared_words("What would you do with that?", [("what_would", "Do that with this, from here.")]) == set()
+    for named in ("What colour does colour.txt name?", "Show /etc/hostname.", "Open ../../etc/passwd", "see ~/notes"):
+        assert shared_words(named, files) == {"file"}, named
+    for plain in ("Is 3.5 more than 3?", "Say yes and/or no, e.g. at 5 km/h.", "What is the capital of Peru?"):
+        assert shared_words(plain, files) == set(), plain
+
+
 def test_the_answer_bias_is_the_one_calibrated_for_the_model_unless_given() -> None:
     from shapeloop import models
     from shapeloop.backends.llamacpp import ANSWER_BIAS, LlamaCppBrain

@@ -1,7 +1,7 @@
 """A made-up id is not run: the model is told where an id has to come from."""
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -647,3 +647,26 @@ def test_described_in_passes_over_common_heads_numbers_as_units_and_odd_schemas(
         assert described_in(schema(code=described), "NVDA: 131.38 USD") == "code", described
     odd = {"type": "object", "properties": {"a": {"description": "latitude"}}, "required": [["a"], 3, "a"]}
     assert described_in(odd, "latitude 4") == "a"
+
+
+def test_an_id_is_unsourced_where_nothing_given_writes_a_number_or_a_word_of_its_examples_shape() -> None:
+    from shapeloop.ids import unsourced
+
+    def one(name: str, **schema: Any) -> dict[str, Any]:
+        return {"type": "object", "properties": {name: schema}, "required": [name]}
+
+    coded = one("employee_id", type="string", description='employee id, e.g. "E-12345".')
+    assert unsourced(coded, "What is the email of Priya Raman's manager?") == "employee_id"
+    assert unsourced(coded, "for the 12 of them") == "employee_id", "12 is not shaped like E-12345"
+    for written in ("E-30418 Priya Raman", "(E-30418)", "Look up #E-9."):
+        assert unsourced(coded, written) is None, written
+    numbered = one("track_id", type="integer", description="the track id from search_songs.")
+    assert unsourced(numbered, "whats the bpm of blinding lights") == "track_id"
+    assert unsourced(numbered, "77104 Blinding Lights") is None
+    # a text id with no example of digits may be any word; an optional, fixed or defaulted one is no matter
+    assert unsourced(one("user_id", type="string", description="the user's handle"), "add alice") is None
+    assert unsourced(one("user_id", type="string", description="e.g. alice"), "add bob") is None
+    assert unsourced(one("id", type="integer", enum=[1, 2]), "none") is None
+    assert unsourced(one("id", type="integer", default=1), "none") is None
+    assert unsourced({"properties": {"track_id": {"type": "integer"}}}, "none") is None
+    assert unsourced(one("name", type="integer"), "none") is None, "not an id by its name"

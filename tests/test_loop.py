@@ -1219,6 +1219,57 @@ def test_the_constrained_step_holds_an_id_to_one_word_and_the_tool_keeps_its_own
         offer_module.ID_PATTERNS = saved
 
 
+def test_a_tool_whose_id_nothing_given_could_fill_is_left_out_until_a_result_gives_one() -> None:
+    @tool
+    def find_employee(name: str) -> str:
+        """Find an employee by name."""
+        return f"E-20931 {name}"
+
+    @tool
+    def get_manager(employee_id: str) -> str:
+        """An employee's manager.
+
+        Args:
+            employee_id: employee id, e.g. E-12345
+        """
+        return "E-30418 Ola Nordmann"
+
+    @tool
+    def get_post(post_id: int) -> str:
+        """A post by its number."""
+        return "Hello"
+
+    tools = [find_employee, get_manager, get_post]
+    steps = [tool_step("find_employee", name="Priya Raman"), tool_step("get_manager", employee_id="E-20931")]
+    brain = ScriptedBrain([*steps, answer_step("Ola Nordmann")])
+    assert run_agent(brain, tools, "Who is Priya Raman's manager?").answer == "Ola Nordmann"
+    # no digit in the task: neither the text id shaped like "E-12345" nor the number can be filled yet
+    assert _variant_tools(brain.asked[0].schema) == {"find_employee"}
+    # the result writes "E-20931" (and a number): both are offered from then on
+    assert _variant_tools(brain.asked[1].schema) == {"find_employee", "get_manager", "get_post"}
+    # a task that writes an id of the example's shape, or a number, offers them at once
+    brain = ScriptedBrain([answer_step("Ola Nordmann")])
+    run_agent(brain, tools, "Who manages E-20931, and what is post 7?")
+    assert _variant_tools(brain.asked[0].schema) == {"find_employee", "get_manager", "get_post"}
+    # a number is not an id of the shape "E-12345"
+    brain = ScriptedBrain([answer_step("Ola Nordmann")])
+    run_agent(brain, tools, "Who manages the 3 of them?")
+    assert _variant_tools(brain.asked[0].schema) == {"find_employee", "get_post"}
+    # where every tool needs an id, the step may only answer (and say what it needs)
+    brain = ScriptedBrain([answer_step("Which employee id?")])
+    assert run_agent(brain, [get_manager], "Who is my manager?").answer == "Which employee id?"
+    assert _variant_tools(brain.asked[0].schema) == set()
+    import shapeloop.loop as loop_module
+
+    saved, loop_module.ID_SOURCES = loop_module.ID_SOURCES, False
+    try:
+        brain = ScriptedBrain([answer_step("Ola Nordmann")])
+        run_agent(brain, tools, "Who is Priya Raman's manager?")
+        assert _variant_tools(brain.asked[0].schema) == {"find_employee", "get_manager", "get_post"}
+    finally:
+        loop_module.ID_SOURCES = saved
+
+
 def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:
     @tool
     def delete_file(path: str) -> str:

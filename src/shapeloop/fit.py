@@ -16,12 +16,21 @@ the best tool's forward plus reverse score. On the benchmark's tune half, qwen2.
 put half of the tasks where no tool fits below every task that needs one
 (``measurements/calibration.json``); each catalogue model has its own floor, calibrated there, since
 the scale is the model's own.
+
+A task that shares no word with any offered tool ("who wrote Pride and Prejudice?" beside
+``search_songs``) is held to a second, higher floor where one is calibrated: the words and the
+likelihoods are two signs of one thing, and neither is enough alone ("What is the temperature?" beside
+``get_weather`` shares no word; "Convert 100 degrees Fahrenheit to Celsius" beside ``convert_length``
+shares one).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from statistics import fmean
+
+from shapeloop.grounding import identifier_words, result_words
 
 # (prefix, continuation) -> the log-probability of each of the continuation's tokens after the prefix
 LogProbs = Callable[[str, str], Sequence[float]]
@@ -52,6 +61,37 @@ def task_fit(logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]]) ->
     if not tools or not task.strip():
         return None
     return max(tool_fit(logprobs, task, name, description) for name, description in tools)
+
+
+def shared_words(task: str, tools: Sequence[tuple[str, str]]) -> frozenset[str]:
+    """The words the task shares with any offered tool's name or description: four letters or more,
+    case and plural s aside, function words left out. A path the task names ("notes/todo.txt",
+    "/etc/hostname") counts as the words "file" and "path"."""
+    words = _content_words(task)
+    if _PATH.search(task):
+        words |= {"file", "path"}
+    tool_words = _content_words(" ".join(" ".join(identifier_words(name)) + " " + doc for name, doc in tools))
+    return words & tool_words
+
+
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(word for word in result_words(text) if len(word) >= 4) - _FUNCTION_WORDS
+
+
+# Words that say nothing of what a tool does, so that sharing them ties no task to a tool.
+_FUNCTION_WORDS = result_words(
+    "that these those there here them their they were been being have having does done from with "
+    "this what which whom whose when where than then also only just again some every each about into "
+    "over under upon onto could would should will shall might must please thanks thank want like "
+    "much many more most very tell give make know need"
+)
+# A file the task names: a name with an extension (a letter first, so "3.5" is none, and two
+# characters before it, so "e.g." is none), or a path from a root ("/etc/hostname", "./x", "~/notes";
+# not "and/or" nor "km/h").
+_PATH = re.compile(
+    r"(?<![\w./-])(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,4}(?!\w)"  # notes/todo.txt
+    r"|(?<![\w.])(?:~|\.{1,2})?/[\w.-]+"  # /etc/hostname
+)
 
 
 def _mean(values: Sequence[float]) -> float:

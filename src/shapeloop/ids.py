@@ -11,7 +11,10 @@ Which arguments are ids is read off their names (``id``, ``user_id``, ``trackId`
 ``uuid``) and the ``uuid`` format; enum values and the parameter's own default are never questioned.
 
 The constrained step also holds an id to one word, or to a phrase the user's words quote
-(:func:`id_patterns`, :func:`quoted`).
+(:func:`id_patterns`, :func:`quoted`), and leaves out a tool whose required id nothing given could
+fill (:func:`unsourced`): asked "What is the email address of Priya Raman's manager?",
+qwen2.5-coder-0.5b called ``getManager(employee_id="E-12345")`` first, and after the refusal
+``getContact`` with the same id, before it found her.
 """
 
 from __future__ import annotations
@@ -62,6 +65,38 @@ def _ids(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[tuple[str
         items = schema.get("items")
         for index, item in enumerate(value):
             yield from _ids(items if isinstance(items, Mapping) else {}, item, f"{path}[{index}]")
+
+
+def unsourced(parameters: Mapping[str, Any], given: str) -> str | None:
+    """The first required id parameter that nothing in ``given`` could fill, or None: an integer id
+    where ``given`` writes no digit, a text id whose documented example has a digit ("employee id,
+    e.g. E-12345") where ``given`` writes no word of the example's shape (letters, digits and marks
+    in the same order: "E-30418" is one, "12" is not). A text id with no such example may be any
+    word ("alice"), and is never judged so."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    for name in parameters.get("required") or ():
+        schema = properties.get(name)
+        if not isinstance(schema, Mapping) or not _questioned(str(name), schema) or "default" in schema:
+            continue
+        if schema.get("type") == "integer" and not re.search(r"\d", given):
+            return str(name)
+        example = _EXAMPLE_ID.search(str(schema.get("description") or ""))
+        shape = _shape(example.group(1)) if example and re.search(r"\d", example.group(1)) else None
+        if schema.get("type") == "string" and shape and shape not in {_shape(w.strip(_AROUND)) for w in given.split()}:
+            return str(name)
+    return None
+
+
+# The example a description gives of an id: "e.g. E-12345", 'for example "R-1234"'.
+_EXAMPLE_ID = re.compile(r"\b(?:e\.g\.|for example|such as)[:,]?\s*[\"'`“]?([\w-]+)", re.IGNORECASE)
+_AROUND = ".,;:!?()[]{}<>\"'`“”‘’«»#"
+
+
+def _shape(word: str) -> str:
+    """Runs of letters as "a", of digits as "9", marks as they are: "E-30418" -> "a-9"."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", word))
 
 
 def _questioned(name: str, schema: Mapping[str, Any]) -> bool:

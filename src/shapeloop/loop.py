@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from shapeloop import checks, prompts
+from shapeloop import checks, ids, prompts
 from shapeloop import offer as offer_module
 from shapeloop.brain import (
     Brain,
@@ -69,6 +69,9 @@ ANSWER_LEAD = True
 # A call refused again with the same refusal is answered next, as a good result made again is: after
 # "outside the workspace", qwen2.5-coder-0.5b tried the same path with every file tool until stuck.
 REFUSAL_ANSWERS = True
+# A tool whose required id nothing given could fill is left out of the step (shapeloop.ids.unsourced):
+# the model looks the id up first, or answers that it needs one.
+ID_SOURCES = True
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -444,7 +447,9 @@ class _Run:
                 excluded = frozenset(self.toolbox.tools) - self.only
                 schema = self.offer.schema(excluded, not self.must_call, given, checked, asked)
             else:
-                schema = self.offer.schema(self.excluded, not self.must_call, given, checked, asked)
+                schema = self.offer.schema(
+                    self.excluded | self._unsourced(given), not self.must_call, given, checked, asked
+                )
         offered = tuple((t.name, t.description) for t in self.toolbox.tools.values() if t.name not in self.excluded)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=offered)  # fmt: skip
@@ -825,6 +830,18 @@ class _Run:
         )
         tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
         return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
+
+    def _unsourced(self, given: str) -> frozenset[str]:
+        """The tools whose required id nothing ``given`` could fill (:func:`shapeloop.ids.unsourced`);
+        none where leaving them out would leave no tool to a step that has to call one."""
+        if not ID_SOURCES:
+            return frozenset()
+        unsourced = frozenset(
+            name for name, tool in self.toolbox.tools.items() if ids.unsourced(tool.parameters, given)
+        )
+        if self.must_call and not frozenset(self.toolbox.tools) - self.excluded - unsourced:
+            return frozenset()
+        return unsourced
 
     def _given(self) -> str:
         """What the model was given to work from: the caller's instructions (``system=``), the earlier

