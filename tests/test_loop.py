@@ -1268,6 +1268,10 @@ def test_a_tool_whose_id_nothing_given_could_fill_is_left_out_until_a_result_giv
         assert _variant_tools(brain.asked[0].schema) == {"find_employee", "get_manager", "get_post"}
     finally:
         loop_module.ID_SOURCES = saved
+    # nor with the id check turned off
+    brain = ScriptedBrain([answer_step("Ola Nordmann")])
+    run_agent(brain, tools, "Who is Priya Raman's manager?", ground_ids=False)
+    assert _variant_tools(brain.asked[0].schema) == {"find_employee", "get_manager", "get_post"}
 
 
 def test_a_question_never_makes_the_next_step_call_a_tool_that_acts_and_needs_room_to_help() -> None:

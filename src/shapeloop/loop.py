@@ -176,7 +176,9 @@ def run_agent(
             on in the background and its result is dropped.
         ground_ids: refuse to run a call whose id argument (``id``, ``user_id``, ``trackId``, ...)
             holds a value that appears nowhere in the conversation: an id the model made up
-            (:mod:`shapeloop.ids`). The model is told to find it first.
+            (:mod:`shapeloop.ids`). The model is told to find it first. A constrained step also
+            leaves out a tool whose required id nothing given could fill yet: an integer id before
+            any number is written, a text id documented as "e.g. E-12345" before a word of that shape.
         ground_values: refuse a call, before it runs, whose required arguments hold a number, date,
             time or name (of a city, a team, a person: ``city="Oslo"``) written nowhere in the
             conversation, in any common form ("March 3rd 2024" for ``2024-03-03``, "2:30 pm" for
@@ -834,7 +836,7 @@ class _Run:
     def _unsourced(self, given: str) -> frozenset[str]:
         """The tools whose required id nothing ``given`` could fill (:func:`shapeloop.ids.unsourced`);
         none where leaving them out would leave no tool to a step that has to call one."""
-        if not ID_SOURCES:
+        if not ID_SOURCES or not self.toolbox.ground_ids:
             return frozenset()
         unsourced = frozenset(
             name for name, tool in self.toolbox.tools.items() if ids.unsourced(tool.parameters, given)

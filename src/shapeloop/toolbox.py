@@ -107,7 +107,7 @@ class Toolbox:
         self._approve = approve
         self._limit = max_result_chars
         self._timeout = timeout
-        self._ground_ids = ground_ids
+        self.ground_ids = ground_ids
         if max_result_chars < 1:
             raise ValueError("max_result_chars must be at least 1")
         if timeout is not None and not timeout > 0:
@@ -195,7 +195,7 @@ class Toolbox:
         problem = chosen.argument_errors(call.args)
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
-        made_up = made_up_ids(chosen.parameters, call.args, seen) if self._ground_ids and seen is not None else []
+        made_up = made_up_ids(chosen.parameters, call.args, seen) if self.ground_ids and seen is not None else []
         if made_up:
             # the value is not repeated: quoted here, it would be in the conversation and pass next time
             named = " and ".join(dict.fromkeys(path for path, _ in made_up))
