@@ -95,7 +95,8 @@ CATALOGUE: dict[str, CatalogueModel] = {
                 ),
             ),
             answer_bias=0.0,
-            fit_floor=-0.19,
+            fit_floor=-0.026,
+            unshared_fit_floor=1.398,
         ),
         CatalogueModel(
             name="gemma3-270m",
