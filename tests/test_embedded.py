@@ -173,10 +173,13 @@ def test_a_task_that_shares_no_word_with_any_tool_is_held_to_the_higher_unshared
     assert b.fit_of(lone) == pytest.approx(0.3) == b.fit_of(sharing)
     assert b.answer_bias_for(lone) == UNFIT_BIAS, "no shared word, and a fit below the higher floor"
     assert b.answer_bias_for(sharing) == 1.5, "a shared word ('search', 'song'): only the first floor applies"
-    # the higher floor is only a second condition: without the first floor nothing is judged
+    # fit_floor=-inf turns both off; no second floor, only the first applies
     assert brain(Flat(), answer_bias=1.5, fit_floor=float("-inf"), unshared_fit_floor=0.5).answer_bias_for(lone) == 1.5
     assert brain(Flat(), answer_bias=1.5, fit_floor=0.0).answer_bias_for(lone) == 1.5
     assert brain(Flat(), answer_bias=1.5, fit_floor=0.0, unshared_fit_floor=0.2).answer_bias_for(lone) == 1.5
+    # the second floor alone, for a model with no first floor, still judges
+    alone = brain(Flat(), answer_bias=1.5, unshared_fit_floor=0.5)
+    assert alone.answer_bias_for(lone) == UNFIT_BIAS and alone.answer_bias_for(sharing) == 1.5
 
 
 def test_shared_words_are_content_words_of_four_letters_and_a_named_path_counts_as_a_file() -> None:
@@ -189,7 +192,11 @@ def test_shared_words_are_content_words_of_four_letters_and_a_named_path_counts_
     assert shared_words("How many goals has Haaland scored?", [("player_goals", "A player's goal count.")]) == {"goal"}
     # function words tie nothing: "what", "would", "that", "from", "with"
     assert shared_words("What would you do with that?", [("what_would", "Do that with this, from here.")]) == set()
-    for named in ("What colour does colour.txt name?", "Show /etc/hostname.", "Open ../../etc/passwd", "see ~/notes"):
+    # four letters counted before the plural s comes off
+    assert shared_words("Show me the news", [("get_news", "The latest news headlines.")]) == {"new"}
+    assert shared_words("Show the error logs", [("read_logs", "Read the service's logs.")]) == {"log"}
+    named_paths = ("What colour does colour.txt name?", "Show /etc/hostname.", "Open ../../etc/passwd", "see ~/notes")
+    for named in (*named_paths, r"Open C:\temp\report"):
         assert shared_words(named, files) == {"file"}, named
     for plain in ("Is 3.5 more than 3?", "Say yes and/or no, e.g. at 5 km/h.", "What is the capital of Peru?"):
         assert shared_words(plain, files) == set(), plain

@@ -658,8 +658,12 @@ def test_an_id_is_unsourced_where_nothing_given_writes_a_number_or_a_word_of_its
     coded = one("employee_id", type="string", description='employee id, e.g. "E-12345".')
     assert unsourced(coded, "What is the email of Priya Raman's manager?") == "employee_id"
     assert unsourced(coded, "for the 12 of them") == "employee_id", "12 is not shaped like E-12345"
-    for written in ("E-30418 Priya Raman", "(E-30418)", "Look up #E-9."):
+    for written in ("E-30418 Priya Raman", "(E-30418)", "Look up #E-9.", '{"employee_id":"E-30418"}', "id=E-30418",
+                    "**E-30418**", "E-30418's boss"):  # fmt: skip
         assert unsourced(coded, written) is None, written
+    # the first example with a digit is the one read
+    later = one("customer_id", type="string", description="the id (e.g. from find_customer), e.g. C-42")
+    assert unsourced(later, "Who is Ana?") == "customer_id" and unsourced(later, "customer C-7") is None
     numbered = one("track_id", type="integer", description="the track id from search_songs.")
     assert unsourced(numbered, "whats the bpm of blinding lights") == "track_id"
     assert unsourced(numbered, "77104 Blinding Lights") is None

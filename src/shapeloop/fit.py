@@ -75,7 +75,10 @@ def shared_words(task: str, tools: Sequence[tuple[str, str]]) -> frozenset[str]:
 
 
 def _content_words(text: str) -> frozenset[str]:
-    return frozenset(word for word in result_words(text) if len(word) >= 4) - _FUNCTION_WORDS
+    """Words of four letters or more (counted before a plural s comes off: "news", "logs"), case-folded,
+    without plural s, function words left out."""
+    long = " ".join(word for word in re.findall(r"[^\W\d_]+", text) if len(word) >= 4)
+    return result_words(long) - _FUNCTION_WORDS
 
 
 # Words that say nothing of what a tool does, so that sharing them ties no task to a tool.
@@ -86,11 +89,12 @@ _FUNCTION_WORDS = result_words(
     "much many more most very tell give make know need"
 )
 # A file the task names: a name with an extension (a letter first, so "3.5" is none, and two
-# characters before it, so "e.g." is none), or a path from a root ("/etc/hostname", "./x", "~/notes";
-# not "and/or" nor "km/h").
+# characters before it, so "e.g." is none), a path from a root ("/etc/hostname", "./x", "~/notes";
+# not "and/or" nor "km/h"), or a Windows path ("C:\temp").
 _PATH = re.compile(
     r"(?<![\w./-])(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,4}(?!\w)"  # notes/todo.txt
     r"|(?<![\w.])(?:~|\.{1,2})?/[\w.-]+"  # /etc/hostname
+    r"|\b[A-Za-z]:\\[\w.\\-]*"  # C:\temp\report
 )
 
 

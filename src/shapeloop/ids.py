@@ -82,16 +82,21 @@ def unsourced(parameters: Mapping[str, Any], given: str) -> str | None:
             continue
         if schema.get("type") == "integer" and not re.search(r"\d", given):
             return str(name)
-        example = _EXAMPLE_ID.search(str(schema.get("description") or ""))
-        shape = _shape(example.group(1)) if example and re.search(r"\d", example.group(1)) else None
-        if schema.get("type") == "string" and shape and shape not in {_shape(w.strip(_AROUND)) for w in given.split()}:
+        examples = (m.group(1) for m in _EXAMPLE_ID.finditer(str(schema.get("description") or "")))
+        example = next((e for e in examples if re.search(r"\d", e)), None)
+        if schema.get("type") == "string" and example and _shape(example) not in _shapes(given):
             return str(name)
     return None
 
 
+def _shapes(given: str) -> frozenset[str]:
+    """The shapes of the words ``given`` writes, wherever they stand: "E-30418" in '{"id":"E-30418"}',
+    "id=E-30418" or "E-30418's"."""
+    return frozenset(_shape(word.strip("-")) for word in re.findall(r"[\w-]+", given))
+
+
 # The example a description gives of an id: "e.g. E-12345", 'for example "R-1234"'.
 _EXAMPLE_ID = re.compile(r"\b(?:e\.g\.|for example|such as)[:,]?\s*[\"'`“]?([\w-]+)", re.IGNORECASE)
-_AROUND = ".,;:!?()[]{}<>\"'`“”‘’«»#"
 
 
 def _shape(word: str) -> str:

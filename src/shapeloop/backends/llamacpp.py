@@ -72,7 +72,7 @@ class LlamaCppBrain(BaseBrain):
             turns the judgement off.
         unshared_fit_floor: a second, higher floor for a task that shares no word with any offered
             tool (:func:`shapeloop.fit.shared_words`). By default, the one calibrated for a catalogue
-            model, else none.
+            model, else none. ``fit_floor=float("-inf")`` turns both off.
         restate_task: the task's words again after each good tool result
             (:attr:`~shapeloop.Capabilities.restate_task`). By default, a catalogue model's setting.
     """
@@ -220,7 +220,7 @@ class LlamaCppBrain(BaseBrain):
         ``unshared_fit_floor``, where the task shares no word with any tool), the first step answers."""
         if request.results:
             return 0.0
-        if self.fit_floor is not None and self.fit_floor != float("-inf"):
+        if self.fit_floor != float("-inf") and (self.fit_floor is not None or self.unshared_fit_floor is not None):
             measured = self.fit_of(request)
             if measured is not None and measured < self._floor(request):
                 return UNFIT_BIAS
@@ -228,10 +228,10 @@ class LlamaCppBrain(BaseBrain):
 
     def _floor(self, request: Request) -> float:
         """The fit floor for this request's task: the higher one where it shares no word with a tool."""
-        assert self.fit_floor is not None
+        floor = self.fit_floor if self.fit_floor is not None else float("-inf")
         higher = self.unshared_fit_floor
-        if higher is None or higher <= self.fit_floor or fit.shared_words(request.task or "", request.offered):
-            return self.fit_floor
+        if higher is None or higher <= floor or fit.shared_words(request.task or "", request.offered):
+            return floor
         return higher
 
     def fit_of(self, request: Request) -> float | None:
