@@ -19,7 +19,7 @@ the scale is the model's own.
 
 A task that shares no word with any offered tool ("who wrote Pride and Prejudice?" beside
 ``search_songs``) is held to a second, higher floor where one is calibrated: the words and the
-likelihoods are two signs of one thing, and neither is enough alone ("What is the temperature?" beside
+likelihoods are two signs of one thing, and neither is enough alone ("Is it raining in Bergen?" beside
 ``get_weather`` shares no word; "Convert 100 degrees Fahrenheit to Celsius" beside ``convert_length``
 shares one).
 """
