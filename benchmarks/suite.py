@@ -126,7 +126,12 @@ def shares_words(record: dict[str, Any]) -> bool:
     the record says, else as its task says now; a task no longer known counts as sharing one."""
     if "shared_words" in record:
         return bool(record["shared_words"])
-    task = _known_tasks().get(record["task"])
+    return _task_shares_words(record["task"])
+
+
+@functools.cache  # asked for each record at every floor and bias the calibration weighs
+def _task_shares_words(name: str) -> bool:
+    task = _known_tasks().get(name)
     if task is None:
         return True
     tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched

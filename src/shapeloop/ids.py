@@ -89,6 +89,7 @@ def unsourced(parameters: Mapping[str, Any], given: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=2)  # asked for each offered tool, in one step
 def _shapes(given: str) -> frozenset[str]:
     """The shapes of the words ``given`` writes, wherever they stand: "E-30418" in '{"id":"E-30418"}',
     "id=E-30418" or "E-30418's"."""
