@@ -193,6 +193,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "no-layout-patterns": lambda: _patched(offer, LAYOUT_PATTERNS=False),
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
+    "chain-once": lambda: _patched(checks, CHAIN_AGAIN=False),
     "no-repeat-hold": lambda: _patched(loop, REPEAT_HOLD=False),
     "no-answer-lead": lambda: _patched(loop, ANSWER_LEAD=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),

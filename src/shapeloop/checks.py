@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from shapeloop import prompts
+from shapeloop import ids, prompts
 from shapeloop.grounding import (
     declines,
     described_in,
@@ -61,6 +61,9 @@ PROVIDERS = True
 # After a call made again for the same result, offer the tools that take a value of it as well as
 # the answer (see chained_on_repeat).
 CHAIN_ON_REPEAT = True
+# Name again, after a later result it takes a value of, a tool named before and not called, where the
+# task asks for what it does (see unchained).
+CHAIN_AGAIN = True
 # Question an answer with no number to a task that asks how many (see not_a_number).
 COUNT_CHECK = True
 # Question an answer that speaks of the results and says nothing the task did not (see about_results).
@@ -222,7 +225,12 @@ def _kept_from(task: str, value: str) -> bool:
 
 
 def unchained(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str = ""
+    result: ToolResult,
+    tools: Iterable[Tool],
+    called: Sequence[ToolCall],
+    excluded: frozenset[str],
+    task: str = "",
+    named: frozenset[str] = frozenset(),
 ) -> Question | None:
     """Question an answer given right after a result that another tool takes as its argument
     (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``), or
@@ -232,8 +240,12 @@ def unchained(
     a value of this result, nor one that acts (:func:`acts`); only after a good result that
     holds a number (a value, not "no such employee") or that one pointer, to a value no call has
     used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
-    tasks with their first result."""
-    if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded, task)):
+    tasks with their first result. A tool in ``named`` (named after an earlier result, and not
+    called) is named again only where the task asks for what it does (:func:`_asked_for`):
+    "What is the email address of Priya Raman's manager?" names ``getManager`` and ``getContact``
+    after ``findEmployee``; qwen2.5-coder-0.5b called ``getManager`` and answered with the manager's
+    name and id, which ``getContact`` takes."""
+    if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded, task, named)):
         return None
     named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
     names = frozenset(name for name, _, _ in takers)
@@ -247,14 +259,20 @@ def unchained(
 
 
 def chained_on_repeat(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str = ""
+    result: ToolResult,
+    tools: Iterable[Tool],
+    called: Sequence[ToolCall],
+    excluded: frozenset[str],
+    task: str = "",
+    named: frozenset[str] = frozenset(),
 ) -> Question | None:
     """After a call made again for the same result, where a tool not yet called takes a value of it
     (the test of :func:`unchained`): the next constrained step calls that tool or answers, where it
     would otherwise only answer. qwen2.5-coder-0.5b searched hotels twice, and was made to answer
     with the list where the task wanted the cheapest one's cancellation policy. Not forced to call:
-    the result may be the answer ("What is Jonas Berg's employee id?")."""
-    if not CHAIN_ON_REPEAT or not (takers := _takers(result, tools, called, excluded, task)):
+    the result may be the answer ("What is Jonas Berg's employee id?"). ``named``: as for
+    :func:`unchained`."""
+    if not CHAIN_ON_REPEAT or not (takers := _takers(result, tools, called, excluded, task, named)):
         return None
     names = frozenset(name for name, _, _ in takers)
     return Question(
@@ -266,12 +284,17 @@ def chained_on_repeat(
 
 
 def _takers(
-    result: ToolResult, tools: Iterable[Tool], called: Sequence[ToolCall], excluded: frozenset[str], task: str
+    result: ToolResult,
+    tools: Iterable[Tool],
+    called: Sequence[ToolCall],
+    excluded: frozenset[str],
+    task: str,
+    named: frozenset[str] = frozenset(),
 ) -> list[tuple[str, str, str | None]]:
     """The tools that take a value of a good result, each with the parameter and, for a pointer,
     the value (see :func:`unchained`). A tool whose parameter only its description ties to the
-    result (:func:`~shapeloop.grounding.described_in`) must also be asked for by the task
-    (:func:`_asked_for`)."""
+    result (:func:`~shapeloop.grounding.described_in`), or one in ``named``, must also be asked
+    for by the task (:func:`_asked_for`)."""
     if result.status is not ToolStatus.OK:
         return []
     tools = list(tools)
@@ -282,6 +305,8 @@ def _takers(
     takers: list[tuple[str, str, str | None]] = []
     for tool in tools:
         if tool.name in excluded or acts(tool):
+            continue
+        if tool.name in named and not (CHAIN_AGAIN and _asked_for(task, tool, done, result.text)):
             continue
         if any(
             holds_value(result.text, value) for call in called if call.tool == tool.name for value in call.args.values()
@@ -296,7 +321,25 @@ def _takers(
             continue
         elif taken := taken_from(tool.parameters, words, result.text) or _described(tool, result.text, task, done):
             takers.append((tool.name, taken, None))
+        elif shown := _shown(tool, result.text, task, done, used):
+            takers.append(shown)
     return takers
+
+
+def _shown(
+    tool: Tool, result: str, task: str, used: Sequence[Tool], values: set[str]
+) -> tuple[str, str, str | None] | None:
+    """``tool``, the id parameter whose pattern or documented example a word of the result fits
+    (:func:`~shapeloop.ids.shown_in`) and that word where it is the one no call has used, where the
+    task asks for what the tool does (``CHAIN_DESCRIBED``): after ``getManager`` gave "manager of
+    E-20931: Tomás Ortega (E-11802)", ``getContact`` with ``employee_id`` "E-11802"."""
+    if not CHAIN_DESCRIBED or not (shown := ids.shown_in(tool.parameters, result)):
+        return None
+    if not _asked_for(task, tool, used, result):
+        return None
+    parameter, words = shown
+    new = [word for word in words if word.casefold() not in values]
+    return tool.name, parameter, new[0] if len(new) == 1 else None
 
 
 def _described(tool: Tool, result: str, task: str, used: Sequence[Tool]) -> str | None:

@@ -82,11 +82,49 @@ def unsourced(parameters: Mapping[str, Any], given: str) -> str | None:
             continue
         if schema.get("type") == "integer" and not re.search(r"\d", given):
             return str(name)
-        examples = (m.group(1) for m in _EXAMPLE_ID.finditer(str(schema.get("description") or "")))
-        example = next((e for e in examples if re.search(r"\d", e)), None)
+        example = _example(schema)
         if schema.get("type") == "string" and example and _shape(example) not in _shapes(given):
             return str(name)
     return None
+
+
+def shown_in(parameters: Mapping[str, Any], text: str) -> tuple[str, list[str]] | None:
+    """The first required text id parameter that words of ``text`` with a digit could fill, by the
+    parameter's own documentation, with those words: each matches its ``pattern``, or where it has
+    none, has the shape of its documented example. "manager of E-20931: Tomás Ortega (E-11802)"
+    shows two values of the ``employee_id`` ("employee id, e.g. E-12345") of ``getContact``, though
+    it never says "employee id"."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    words = list(dict.fromkeys(w.strip("-") for w in re.findall(r"[\w-]+", text) if re.search(r"\d", w)))
+    for name in parameters.get("required") or ():
+        schema = properties.get(name)
+        if not isinstance(schema, Mapping) or not _questioned(str(name), schema) or schema.get("type") != "string":
+            continue
+        fits = _fitting(schema, words)
+        if fits:
+            return str(name), fits
+    return None
+
+
+def _fitting(schema: Mapping[str, Any], words: Sequence[str]) -> list[str]:
+    """The words that fit a text id's ``pattern``, or where it has none (or one Python cannot read:
+    ECMA-262 is not Python's syntax), its documented example's shape."""
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            return [word for word in words if re.search(pattern, word)]
+        except re.error:
+            pass
+    example = _example(schema)
+    return [word for word in words if _shape(word) == _shape(example)] if example else []
+
+
+def _example(schema: Mapping[str, Any]) -> str | None:
+    """The first example with a digit that a parameter's description gives ("e.g. E-12345")."""
+    examples = (m.group(1) for m in _EXAMPLE_ID.finditer(str(schema.get("description") or "")))
+    return next((e for e in examples if re.search(r"\d", e)), None)
 
 
 @functools.lru_cache(maxsize=2)  # asked for each offered tool, in one step

@@ -279,7 +279,8 @@ class _Run:
     answer_forced: bool = False  # the last request allowed an answer only
     # An answer put a question (see _questioned) may leave the next constrained step fewer choices:
     # ``only`` holds the tools it may call.
-    chain_asked: set[str] = field(default_factory=set)  # the tools it has named
+    # the tools it has named, each with the result it was named for
+    chain_asked: dict[str, str] = field(default_factory=dict)
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
     left_asked: bool = False  # an answer was questioned for a file (URL, address) no call has taken
     form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
@@ -535,10 +536,17 @@ class _Run:
         if self.step + 2 > self.max_steps:
             return None
         tools = self.toolbox.tools.values()
-        question = checks.chained_on_repeat(result, tools, self.called, self.excluded | self.chain_asked, self.task)
+        excluded, named = self._chain_named(result)
+        question = checks.chained_on_repeat(result, tools, self.called, excluded, self.task, named)
         if question is not None:
-            self.chain_asked |= question.named
+            self.chain_asked |= dict.fromkeys(question.named, result.text)
         return question
+
+    def _chain_named(self, result: ToolResult) -> tuple[frozenset[str], frozenset[str]]:
+        """The tools a chain question leaves out after ``result`` (those kept out, and those named
+        for this same result), and those named for an earlier one, which the task must ask for."""
+        same = frozenset(name for name, text in self.chain_asked.items() if text == result.text)
+        return self.excluded | same, frozenset(self.chain_asked) - same
 
     def _refused(self, calls: list[ToolCall], raw: str) -> bool:
         """Refuse a step whose calls hold a number, date, time or name that nothing the model was given
@@ -761,11 +769,10 @@ class _Run:
             question = checks.left_unread(self.task, shown, tools, self.called, self.excluded)
             self.left_asked = question is not None
         if question is None and self.last_result is not None and room:
-            question = checks.unchained(
-                self.last_result, tools, self.called, self.excluded | self.chain_asked, self.task
-            )
+            excluded, named = self._chain_named(self.last_result)
+            question = checks.unchained(self.last_result, tools, self.called, excluded, self.task, named)
             if question is not None:
-                self.chain_asked |= question.named
+                self.chain_asked |= dict.fromkeys(question.named, self.last_result.text)
         if question is None and self.results and not self.talk_asked and self.typed is None:
             question = checks.about_results(self._asked(), shown)
             self.talk_asked = question is not None
