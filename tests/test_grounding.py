@@ -674,3 +674,27 @@ def test_an_id_is_unsourced_where_nothing_given_writes_a_number_or_a_word_of_its
     assert unsourced(one("id", type="integer", default=1), "none") is None
     assert unsourced({"properties": {"track_id": {"type": "integer"}}}, "none") is None
     assert unsourced(one("name", type="integer"), "none") is None, "not an id by its name"
+
+
+def test_an_id_is_shown_by_a_word_that_fits_its_pattern_or_its_examples_shape() -> None:
+    from shapeloop.ids import shown_in
+
+    def one(name: str, **schema: Any) -> dict[str, Any]:
+        return {"type": "object", "properties": {name: schema}, "required": [name]}
+
+    patterned = one("employee_id", type="string", pattern=r"^E-\d{5}$", description="the employee")
+    manager = "manager of E-20931: Tomás Ortega (E-11802)"
+    assert shown_in(patterned, manager) == ("employee_id", ["E-20931", "E-11802"])
+    assert shown_in(patterned, "manager: E-123 (too short)") is None
+    # no pattern: the shape of the documented example with a digit
+    example = one("employee_id", type="string", description="employee id, e.g. E-12345")
+    assert shown_in(example, manager) == ("employee_id", ["E-20931", "E-11802"])
+    assert shown_in(example, "12 employees, none named") is None, "12 is not shaped like E-12345"
+    # a pattern Python cannot read falls back on the example
+    odd = one("order_id", type="string", pattern=r"^\p{Lu}-\d+$", description="order id, e.g. O-1")
+    assert shown_in(odd, "order O-77 shipped") == ("order_id", ["O-77"])
+    # words without a digit, ids with neither a pattern nor an example, integer and non-id parameters
+    assert shown_in(one("team_id", type="string", pattern="^[A-Z]+$"), "team ARS plays") is None
+    assert shown_in(one("user_id", type="string", description="the handle"), "user 42") is None
+    assert shown_in(one("track_id", type="integer", description="e.g. 77104"), "track 77104") is None
+    assert shown_in(one("code", type="string", pattern=r"^E-\d{5}$"), manager) is None, "not an id by its name"

@@ -698,6 +698,61 @@ def test_the_chain_question_is_asked_once_and_only_where_a_result_names_what_a_t
         checks_module.CHAIN_CHECK = saved
 
 
+_STAFF_ID = {"type": "string", "pattern": r"^E-\d{5}$", "description": "employee id"}
+
+
+def _staff_tool(name: str, description: str, fn: Any) -> Tool:
+    parameters = {"type": "object", "properties": {"employee_id": _STAFF_ID}, "required": ["employee_id"]}
+    return Tool(name=name, description=description, parameters=parameters, fn=fn)
+
+
+def test_a_tool_named_before_is_named_again_after_a_new_result_the_task_asks_for() -> None:
+    find = Tool(name="findEmployee", description="Find an employee by name; gives the employee id.",
+                parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                fn=lambda name: f"{name}: employee id E-20931")  # fmt: skip
+    manager = _staff_tool("getManager", "Who an employee reports to.",
+                          lambda employee_id: f"manager of {employee_id}: Tomás Ortega (E-11802)")  # fmt: skip
+    contact = _staff_tool("getContact", "An employee's work email and phone.",
+                          lambda employee_id: f"{employee_id}: t.ortega@corp.example")  # fmt: skip
+    tools = [find, manager, contact]
+    task = "What is the email address of Priya Raman's manager?"
+    brain = ScriptedBrain([
+        tool_step("findEmployee", name="Priya Raman"),
+        answer_step("Priya Raman is E-20931."),  # names getManager and getContact
+        tool_step("getManager", employee_id="E-20931"),
+        answer_step("Tomás Ortega (E-11802)."),  # names getContact again, with the id no call has used
+        tool_step("getContact", employee_id="E-11802"),
+        answer_step("t.ortega@corp.example"),
+    ])  # fmt: skip
+    run = run_agent(brain, tools, task)
+    assert run.answer == "t.ortega@corp.example" and run.steps == 6
+    rejected = [e.objection for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected == [
+        "not yet called, and taking a value the last result gives: getManager (employee_id), getContact (employee_id)",
+        "not yet called, and taking a value the last result gives: getContact (employee_id)",
+    ]
+    assert 'Call getContact with employee_id "E-11802" now' in brain.asked[4].messages[-1]["content"]
+    assert _variant_tools(brain.asked[4].schema) == {"getContact"}
+    # a task that asks for nothing getContact does: the manager's name stands
+    script = [tool_step("findEmployee", name="Priya Raman"), answer_step("E-20931"),
+                             tool_step("getManager", employee_id="E-20931"), answer_step("Tomás Ortega.")]  # fmt: skip
+    run = run_agent(ScriptedBrain(list(script)), tools, "Who is Priya Raman's manager?")
+    assert run.answer == "Tomás Ortega." and run.steps == 4
+    # named once a run (the variant "chain-once"): the manager's name stands for the email too
+    import shapeloop.checks as checks_module
+
+    saved, checks_module.CHAIN_AGAIN = checks_module.CHAIN_AGAIN, False
+    try:
+        run = run_agent(ScriptedBrain(list(script)), tools, task)
+        assert run.answer == "Tomás Ortega." and run.steps == 4
+    finally:
+        checks_module.CHAIN_AGAIN = saved
+    # never named twice for the same result: the same answer given again stands
+    brain = ScriptedBrain([tool_step("findEmployee", name="Priya Raman"), answer_step("E-20931"),
+                           answer_step("E-20931")])  # fmt: skip
+    assert run_agent(brain, tools, task).steps == 3
+
+
 def test_the_chain_question_reads_what_a_parameters_description_says_a_result_gives() -> None:
     molar_mass = Tool(name="molar_mass", description="Molar mass of a formula.",
                       parameters={"type": "object", "properties": {"formula": {"type": "string"}},

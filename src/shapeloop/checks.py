@@ -247,10 +247,10 @@ def unchained(
     name and id, which ``getContact`` takes."""
     if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded, task, named)):
         return None
-    named = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
+    listed = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
     names = frozenset(name for name, _, _ in takers)
     return Question(
-        objection=f"not yet called, and taking a value the last result gives: {named}",
+        objection=f"not yet called, and taking a value the last result gives: {listed}",
         feedback=prompts.chain_feedback(takers, must_call=CHAIN_STEP == "call"),
         named=names,
         only=None if CHAIN_STEP == "open" else names,
