@@ -194,6 +194,7 @@ VARIANTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "keep-example": lambda: _patched(loop, WITHDRAW_EXAMPLE=False),
     "no-chain-on-repeat": lambda: _patched(checks, CHAIN_ON_REPEAT=False),
     "chain-once": lambda: _patched(checks, CHAIN_AGAIN=False),
+    "tools-by-words": lambda: _patched(loop, TOOL_ORDER="shared-words"),
     "no-repeat-hold": lambda: _patched(loop, REPEAT_HOLD=False),
     "no-answer-lead": lambda: _patched(loop, ANSWER_LEAD=False),
     "no-count-check": lambda: _patched(checks, COUNT_CHECK=False),

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from shapeloop import checks, ids, prompts
+from shapeloop import checks, fit, ids, prompts
 from shapeloop import offer as offer_module
 from shapeloop.brain import (
     Brain,
@@ -72,6 +72,10 @@ REFUSAL_ANSWERS = True
 # A tool whose required id nothing given could fill is left out of the step (shapeloop.ids.unsourced):
 # the model looks the id up first, or answers that it needs one.
 ID_SOURCES = True
+# The order the tools are shown in: as the caller gives them, or those that share more words with the
+# task first, a tool whose required id nothing given could fill not moved up ("shared-words", the
+# variant "tools-by-words": qwen2.5-coder-0.5b chose the first-listed of similar tools).
+TOOL_ORDER: Literal["given", "shared-words"] = "given"
 
 
 def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
@@ -205,6 +209,8 @@ def run_agent(
         ground_ids=ground_ids,
     )
     offered = list(toolbox.tools.values())
+    if TOOL_ORDER == "shared-words":
+        offered = _by_shared_words(task, offered)
     brain = as_brain(brain)
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
     typed = None if output_type is None else typed_answer(output_type)
@@ -244,6 +250,20 @@ def run_agent(
     if transcript_path is not None:
         run.transcript = Transcript.streaming(transcript_path)
     return run.execute(opening, transcript_path)
+
+
+def _by_shared_words(task: str, tools: list[Tool]) -> list[Tool]:
+    """``tools``, those that share more of the task's own words with it first (as
+    :func:`~shapeloop.fit.shared_words` reads them, a path not counted as "file"), ties in the given
+    order; a tool whose required id nothing in the task could fill counts none."""
+    words = fit.shared_words(re.sub(r"\S*[/.\\]\S*", " ", task), [(tool.name, tool.description) for tool in tools])
+
+    def shared(tool: Tool) -> int:
+        if ids.unsourced(tool.parameters, task) is not None:
+            return 0
+        return len(words & fit.shared_words(task, [(tool.name, tool.description)]))
+
+    return sorted(tools, key=lambda tool: -shared(tool))
 
 
 @dataclass(kw_only=True)
