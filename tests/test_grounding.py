@@ -676,7 +676,7 @@ def test_an_id_is_unsourced_where_nothing_given_writes_a_number_or_a_word_of_its
     assert unsourced(one("name", type="integer"), "none") is None, "not an id by its name"
 
 
-def test_an_id_is_shown_by_a_word_that_fits_its_pattern_or_its_examples_shape() -> None:
+def test_an_id_is_shown_by_a_word_that_fits_its_pattern_or_its_examples_exact_shape() -> None:
     from shapeloop.ids import shown_in
 
     def one(name: str, **schema: Any) -> dict[str, Any]:
@@ -686,15 +686,23 @@ def test_an_id_is_shown_by_a_word_that_fits_its_pattern_or_its_examples_shape() 
     manager = "manager of E-20931: Tomás Ortega (E-11802)"
     assert shown_in(patterned, manager) == ("employee_id", ["E-20931", "E-11802"])
     assert shown_in(patterned, "manager: E-123 (too short)") is None
-    # no pattern: the shape of the documented example with a digit
-    example = one("employee_id", type="string", description="employee id, e.g. E-12345")
+    # a pattern is searched for, as JSON Schema says: unanchored, it may stand inside a word
+    assert shown_in(one("ref_id", type="string", pattern=r"R\d"), "see xR7y") == ("ref_id", ["xR7y"])
+    # no pattern: the exact shape of the documented example with a digit, which has a letter
+    example = one("employee_id", type=["string", "null"], description="employee id, e.g. E-12345")
     assert shown_in(example, manager) == ("employee_id", ["E-20931", "E-11802"])
-    assert shown_in(example, "12 employees, none named") is None, "12 is not shaped like E-12345"
-    # a pattern Python cannot read falls back on the example
-    odd = one("order_id", type="string", pattern=r"^\p{Lu}-\d+$", description="order id, e.g. O-1")
+    for unlike in ("12 employees, none named", "UTF-8 text", "COVID-19 leave", "E-123 is short"):
+        assert shown_in(example, unlike) is None, unlike
+    assert shown_in(one("station_id", type="string", description="e.g. 10384"), "Oslo: 8 C, 10384") is None
+    # a pattern that could take long on a word (a quantified group) is not run: the example judges
+    slow = one("slug_id", type="string", pattern=r"^([A-Za-z0-9]+-?)*$", description="e.g. ab-12")
+    assert shown_in(slow, "x9 a3f9c2d81b7e4a6f0c_bak cd-34") == ("slug_id", ["cd-34"]), "the pattern takes x9"
+    # as is one Python cannot read
+    odd = one("order_id", type="string", pattern=r"^\p{Lu}-\d+$", description="order id, e.g. O-10")
     assert shown_in(odd, "order O-77 shipped") == ("order_id", ["O-77"])
     # words without a digit, ids with neither a pattern nor an example, integer and non-id parameters
     assert shown_in(one("team_id", type="string", pattern="^[A-Z]+$"), "team ARS plays") is None
     assert shown_in(one("user_id", type="string", description="the handle"), "user 42") is None
-    assert shown_in(one("track_id", type="integer", description="e.g. 77104"), "track 77104") is None
+    assert shown_in(one("track_id", type="integer", description="e.g. T77104"), "track T77104") is None
     assert shown_in(one("code", type="string", pattern=r"^E-\d{5}$"), manager) is None, "not an id by its name"
+    assert shown_in(patterned, "E-" + "1" * 70) is None, "longer than any id"

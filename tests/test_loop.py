@@ -706,15 +706,17 @@ def _staff_tool(name: str, description: str, fn: Any) -> Tool:
     return Tool(name=name, description=description, parameters=parameters, fn=fn)
 
 
+_FIND_STAFF = Tool(name="findEmployee", description="Find an employee by name; gives the employee id.",
+                   parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                   fn=lambda name: f"{name}: employee id E-20931")  # fmt: skip
+_MANAGER = _staff_tool("getManager", "Who an employee reports to.",
+                       lambda employee_id: f"manager of {employee_id}: Tomás Ortega (E-11802)")  # fmt: skip
+_CONTACT = _staff_tool("getContact", "An employee's work email and phone.",
+                       lambda employee_id: f"{employee_id}: t.ortega@corp.example")  # fmt: skip
+
+
 def test_a_tool_named_before_is_named_again_after_a_new_result_the_task_asks_for() -> None:
-    find = Tool(name="findEmployee", description="Find an employee by name; gives the employee id.",
-                parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-                fn=lambda name: f"{name}: employee id E-20931")  # fmt: skip
-    manager = _staff_tool("getManager", "Who an employee reports to.",
-                          lambda employee_id: f"manager of {employee_id}: Tomás Ortega (E-11802)")  # fmt: skip
-    contact = _staff_tool("getContact", "An employee's work email and phone.",
-                          lambda employee_id: f"{employee_id}: t.ortega@corp.example")  # fmt: skip
-    tools = [find, manager, contact]
+    tools = [_FIND_STAFF, _MANAGER, _CONTACT]
     task = "What is the email address of Priya Raman's manager?"
     brain = ScriptedBrain([
         tool_step("findEmployee", name="Priya Raman"),
@@ -735,9 +737,24 @@ def test_a_tool_named_before_is_named_again_after_a_new_result_the_task_asks_for
     assert _variant_tools(brain.asked[4].schema) == {"getContact"}
     # a task that asks for nothing getContact does: the manager's name stands
     script = [tool_step("findEmployee", name="Priya Raman"), answer_step("E-20931"),
-                             tool_step("getManager", employee_id="E-20931"), answer_step("Tomás Ortega.")]  # fmt: skip
+              tool_step("getManager", employee_id="E-20931"), answer_step("Tomás Ortega.")]  # fmt: skip
     run = run_agent(ScriptedBrain(list(script)), tools, "Who is Priya Raman's manager?")
     assert run.answer == "Tomás Ortega." and run.steps == 4
+    # nor where the manager's result says "employee id" (getContact's parameter by its name)
+    said = _staff_tool("getManager", "Who an employee reports to.",
+                       lambda employee_id: "manager: Tomás Ortega, employee id E-11802")  # fmt: skip
+    run = run_agent(ScriptedBrain(list(script)), [_FIND_STAFF, said, _CONTACT], "Who is Priya Raman's manager?")
+    assert run.answer == "Tomás Ortega." and run.steps == 4
+    # nor after the manager's lookup is made again: the repeat offers no getContact, only the answer
+    brain = ScriptedBrain([*script[:3], tool_step("getManager", employee_id="E-20931"), answer_step("Tomás Ortega.")])
+    run = run_agent(brain, [_FIND_STAFF, said, _CONTACT], "Who is Priya Raman's manager?")
+    assert run.answer == "Tomás Ortega." and _actions(brain.asked[4].schema) == ["answer"]
+    # nor where the new result writes no id that no call has used
+    vacant = _staff_tool("getManager", "Who an employee reports to.",
+                         lambda employee_id: f"employee id {employee_id}: no manager on record")  # fmt: skip
+    brain = ScriptedBrain([*script[:3], answer_step("She has no manager on record.")])
+    run = run_agent(brain, [_FIND_STAFF, vacant, _CONTACT], task)
+    assert run.answer == "She has no manager on record." and run.steps == 4
     # named once a run (the variant "chain-once"): the manager's name stands for the email too
     import shapeloop.checks as checks_module
 
@@ -751,6 +768,32 @@ def test_a_tool_named_before_is_named_again_after_a_new_result_the_task_asks_for
     brain = ScriptedBrain([tool_step("findEmployee", name="Priya Raman"), answer_step("E-20931"),
                            answer_step("E-20931")])  # fmt: skip
     assert run_agent(brain, tools, task).steps == 3
+
+
+def test_a_result_ties_an_id_by_its_pattern_where_the_task_asks_for_the_tool_and_the_id_is_new() -> None:
+    tools = [_MANAGER, _CONTACT]
+    script = [tool_step("getManager", employee_id="E-20931"), answer_step("Tomás Ortega (E-11802)."),
+              tool_step("getContact", employee_id="E-11802"), answer_step("t.ortega@corp.example")]  # fmt: skip
+    # "E-11802" fits getContact's pattern, though the result never says "employee id"
+    brain = ScriptedBrain(list(script))
+    run = run_agent(brain, tools, "What is the email address of E-20931's manager?")
+    assert run.answer == "t.ortega@corp.example" and run.steps == 4
+    assert 'Call getContact with employee_id "E-11802" now' in brain.asked[2].messages[-1]["content"]
+    # a task that does not ask for what getContact does: the answer stands
+    run = run_agent(ScriptedBrain(list(script)), tools, "Who is E-20931's manager?")
+    assert run.answer == "Tomás Ortega (E-11802)." and run.steps == 2
+    # two ids no call has used: the tool is named, no id is chosen for the model
+    managers = _staff_tool("getManager", "Who an employee reports to.",
+                           lambda employee_id: "managers: E-11802 and E-11803")  # fmt: skip
+    brain = ScriptedBrain(list(script))
+    run_agent(brain, [managers, _CONTACT], "What is the email address of E-20931's manager?")
+    assert "Call getContact with the employee_id from the last result now" in brain.asked[2].messages[-1]["content"]
+    # only the id a call has used: nothing new to take, the answer stands
+    nobody = _staff_tool("getManager", "Who an employee reports to.",
+                         lambda employee_id: f"manager of {employee_id}: an outside contractor")  # fmt: skip
+    brain = ScriptedBrain([tool_step("getManager", employee_id="E-20931"), answer_step("An outside contractor.")])
+    run = run_agent(brain, [nobody, _CONTACT], "What is the email address of E-20931's manager?")
+    assert run.answer == "An outside contractor." and run.steps == 2
 
 
 def test_the_chain_question_reads_what_a_parameters_description_says_a_result_gives() -> None:

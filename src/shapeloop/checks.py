@@ -236,15 +236,16 @@ def unchained(
     (``find_employee`` gave "employee id E-30418", ``get_leave_balance`` takes ``employee_id``), or
     that points to one file, URL or email address a tool takes ("The answer you want is in
     data/secret.txt", for ``read_file`` itself): the next constrained step calls one of those tools
-    (``CHAIN_STEP``). Not a tool in ``excluded`` (kept out, or named before), one already called with
-    a value of this result, nor one that acts (:func:`acts`); only after a good result that
-    holds a number (a value, not "no such employee") or that one pointer, to a value no call has
-    used yet ("appended to notes.txt" points nowhere new). qwen2.5-coder-0.5b answered most two-step
-    tasks with their first result. A tool in ``named`` (named after an earlier result, and not
-    called) is named again only where the task asks for what it does (:func:`_asked_for`):
-    "What is the email address of Priya Raman's manager?" names ``getManager`` and ``getContact``
-    after ``findEmployee``; qwen2.5-coder-0.5b called ``getManager`` and answered with the manager's
-    name and id, which ``getContact`` takes."""
+    (``CHAIN_STEP``). Not a tool in ``excluded`` (kept out, or named for results that wrote every
+    word this one writes), one already called with a value of this result, nor one that acts
+    (:func:`acts`); only after a good result that holds a number (a value, not "no such employee")
+    or that one pointer, to a value no call has used yet ("appended to notes.txt" points nowhere
+    new). qwen2.5-coder-0.5b answered most two-step tasks with their first result. A tool in
+    ``named`` (named after an earlier result, and not called) is named again only where the task
+    asks for what it does (:func:`_asked_for`) and the result writes a value no call has used: "What
+    is the email address of Priya Raman's manager?" names ``getManager`` and ``getContact`` after
+    ``findEmployee``; qwen2.5-coder-0.5b called ``getManager`` and answered with the manager's name
+    and id, which ``getContact`` takes."""
     if not CHAIN_CHECK or not (takers := _takers(result, tools, called, excluded, task, named)):
         return None
     listed = ", ".join(f"{name} ({parameter})" for name, parameter, _ in takers)
@@ -293,8 +294,9 @@ def _takers(
 ) -> list[tuple[str, str, str | None]]:
     """The tools that take a value of a good result, each with the parameter and, for a pointer,
     the value (see :func:`unchained`). A tool whose parameter only its description ties to the
-    result (:func:`~shapeloop.grounding.described_in`), or one in ``named``, must also be asked
-    for by the task (:func:`_asked_for`)."""
+    result (:func:`~shapeloop.grounding.described_in`) must also be asked for by the task
+    (:func:`_asked_for`); one in ``named`` must be asked for, and the result must write a value
+    with a digit that no call has used."""
     if result.status is not ToolStatus.OK:
         return []
     tools = list(tools)
@@ -302,11 +304,12 @@ def _takers(
     words = result_words(result.text)
     holds_number = re.search(r"\d", result.text) is not None
     used = {str(value).strip().casefold() for call in called for value in call.args.values()}
+    fresh = any(word.casefold() not in used for word in ids.digit_words(result.text))
     takers: list[tuple[str, str, str | None]] = []
     for tool in tools:
         if tool.name in excluded or acts(tool):
             continue
-        if tool.name in named and not (CHAIN_AGAIN and _asked_for(task, tool, done, result.text)):
+        if tool.name in named and not (CHAIN_AGAIN and fresh and _asked_for(task, tool, done, result.text)):
             continue
         if any(
             holds_value(result.text, value) for call in called if call.tool == tool.name for value in call.args.values()
@@ -331,14 +334,17 @@ def _shown(
 ) -> tuple[str, str, str | None] | None:
     """``tool``, the id parameter whose pattern or documented example a word of the result fits
     (:func:`~shapeloop.ids.shown_in`) and that word where it is the one no call has used, where the
-    task asks for what the tool does (``CHAIN_DESCRIBED``): after ``getManager`` gave "manager of
-    E-20931: Tomás Ortega (E-11802)", ``getContact`` with ``employee_id`` "E-11802"."""
-    if not CHAIN_DESCRIBED or not (shown := ids.shown_in(tool.parameters, result)):
+    task asks for what the tool does (``CHAIN_DESCRIBED``) and some fitting word is new: after
+    ``getManager`` gave "manager of E-20931: Tomás Ortega (E-11802)", ``getContact`` with
+    ``employee_id`` "E-11802"; after "manager of E-20931: none on record", nothing."""
+    if not CHAIN_DESCRIBED or not _asked_for(task, tool, used, result):
         return None
-    if not _asked_for(task, tool, used, result):
+    if not (shown := ids.shown_in(tool.parameters, result)):
         return None
     parameter, words = shown
     new = [word for word in words if word.casefold() not in values]
+    if not new:
+        return None
     return tool.name, parameter, new[0] if len(new) == 1 else None
 
 

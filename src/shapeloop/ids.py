@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from shapeloop.grounding import with_pattern
+from shapeloop.grounding import is_text, with_pattern
 
 _SNAKE_ID = re.compile(r"(?:^|[_-])(?:ids?|uuids?)$")
 _CAMEL_ID = re.compile(r"[a-z0-9](?:Ids?|IDs?|Uuids?|UUIDs?)$")
@@ -91,16 +91,17 @@ def unsourced(parameters: Mapping[str, Any], given: str) -> str | None:
 def shown_in(parameters: Mapping[str, Any], text: str) -> tuple[str, list[str]] | None:
     """The first required text id parameter that words of ``text`` with a digit could fill, by the
     parameter's own documentation, with those words: each matches its ``pattern``, or where it has
-    none, has the shape of its documented example. "manager of E-20931: Tomás Ortega (E-11802)"
-    shows two values of the ``employee_id`` ("employee id, e.g. E-12345") of ``getContact``, though
-    it never says "employee id"."""
+    none (or one that could take long to match, see :func:`_fitting`), has the exact shape of its
+    documented example, a letter in it. "manager of E-20931: Tomás Ortega (E-11802)" shows two
+    values of the ``employee_id`` ("employee id, e.g. E-12345") of ``getContact``, though it never
+    says "employee id"; "UTF-8" and "2024" show none."""
     properties = parameters.get("properties")
     if not isinstance(properties, Mapping):
         return None
-    words = list(dict.fromkeys(w.strip("-") for w in re.findall(r"[\w-]+", text) if re.search(r"\d", w)))
+    words = [word for word in digit_words(text) if len(word) <= _LONGEST_ID]
     for name in parameters.get("required") or ():
         schema = properties.get(name)
-        if not isinstance(schema, Mapping) or not _questioned(str(name), schema) or schema.get("type") != "string":
+        if not isinstance(schema, Mapping) or not _questioned(str(name), schema) or not is_text(schema):
             continue
         fits = _fitting(schema, words)
         if fits:
@@ -108,17 +109,37 @@ def shown_in(parameters: Mapping[str, Any], text: str) -> tuple[str, list[str]] 
     return None
 
 
+def digit_words(text: str) -> list[str]:
+    """The words of ``text`` (runs of letters, digits and hyphens) that hold a digit, once each, in order."""
+    return list(dict.fromkeys(w.strip("-") for w in re.findall(r"[\w-]+", text) if re.search(r"\d", w)))
+
+
+# No id is longer; a longer word is not matched against a caller's pattern at all.
+_LONGEST_ID = 64
+# A group with a quantifier after it ("^([a-z0-9]+-?)*$"): such a pattern can take seconds on one
+# word of a result, so an id is read by its example instead.
+_NESTED = re.compile(r"\)[*+?{]")
+
+
 def _fitting(schema: Mapping[str, Any], words: Sequence[str]) -> list[str]:
-    """The words that fit a text id's ``pattern``, or where it has none (or one Python cannot read:
-    ECMA-262 is not Python's syntax), its documented example's shape."""
+    """The words that fit a text id's ``pattern``; where it has none, or one with a quantified
+    group, or one Python cannot read, those of its documented example's exact shape (each letter
+    "a", each digit "9": "E-11802" for "E-12345"), where the example has a letter."""
     pattern = schema.get("pattern")
-    if isinstance(pattern, str):
+    if isinstance(pattern, str) and not _NESTED.search(pattern):
         try:
             return [word for word in words if re.search(pattern, word)]
         except re.error:
             pass
     example = _example(schema)
-    return [word for word in words if _shape(word) == _shape(example)] if example else []
+    if not example or not re.search(r"[^\W\d_]", example):
+        return []
+    return [word for word in words if _exact(word) == _exact(example)]
+
+
+def _exact(word: str) -> str:
+    """Each letter as "a", each digit as "9", marks as they are: "E-30418" -> "a-99999"."""
+    return re.sub(r"[^\W\d_]", "a", re.sub(r"\d", "9", word))
 
 
 def _example(schema: Mapping[str, Any]) -> str | None:

@@ -252,6 +252,11 @@ def run_agent(
     return run.execute(opening, transcript_path)
 
 
+def _words(text: str) -> frozenset[str]:
+    """The words of a result, case aside."""
+    return frozenset(re.findall(r"[\w-]+", text.casefold()))
+
+
 def _by_shared_words(task: str, tools: list[Tool]) -> list[Tool]:
     """``tools``, those that share more of the task's own words with it first (as
     :func:`~shapeloop.fit.shared_words` reads them, a path not counted as "file"), ties in the given
@@ -299,8 +304,8 @@ class _Run:
     answer_forced: bool = False  # the last request allowed an answer only
     # An answer put a question (see _questioned) may leave the next constrained step fewer choices:
     # ``only`` holds the tools it may call.
-    # the tools it has named, each with the result it was named for
-    chain_asked: dict[str, str] = field(default_factory=dict)
+    # the tools it has named, each with the words of the results it was named for
+    chain_asked: dict[str, frozenset[str]] = field(default_factory=dict)
     unread_asked: bool = False  # an answer was questioned for a file (URL, address) the task names
     left_asked: bool = False  # an answer was questioned for a file (URL, address) no call has taken
     form_asked: bool = False  # an answer was questioned for lacking the yes or no the task asks for
@@ -559,14 +564,21 @@ class _Run:
         excluded, named = self._chain_named(result)
         question = checks.chained_on_repeat(result, tools, self.called, excluded, self.task, named)
         if question is not None:
-            self.chain_asked |= dict.fromkeys(question.named, result.text)
+            self._chain_asked(question, result)
         return question
 
     def _chain_named(self, result: ToolResult) -> tuple[frozenset[str], frozenset[str]]:
         """The tools a chain question leaves out after ``result`` (those kept out, and those named
-        for this same result), and those named for an earlier one, which the task must ask for."""
-        same = frozenset(name for name, text in self.chain_asked.items() if text == result.text)
+        for results that wrote every word it writes: the same result again, spaced otherwise, or an
+        earlier one), and those named for other results, which the task must still ask for."""
+        words = _words(result.text)
+        same = frozenset(name for name, seen in self.chain_asked.items() if words <= seen)
         return self.excluded | same, frozenset(self.chain_asked) - same
+
+    def _chain_asked(self, question: checks.Question, result: ToolResult) -> None:
+        words = _words(result.text)
+        for name in question.named:
+            self.chain_asked[name] = self.chain_asked.get(name, frozenset()) | words
 
     def _refused(self, calls: list[ToolCall], raw: str) -> bool:
         """Refuse a step whose calls hold a number, date, time or name that nothing the model was given
@@ -792,7 +804,7 @@ class _Run:
             excluded, named = self._chain_named(self.last_result)
             question = checks.unchained(self.last_result, tools, self.called, excluded, self.task, named)
             if question is not None:
-                self.chain_asked |= dict.fromkeys(question.named, self.last_result.text)
+                self._chain_asked(question, self.last_result)
         if question is None and self.results and not self.talk_asked and self.typed is None:
             question = checks.about_results(self._asked(), shown)
             self.talk_asked = question is not None
