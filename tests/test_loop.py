@@ -1567,3 +1567,43 @@ def test_a_tools_choices_are_kept_to_what_its_own_schema_takes_and_must_be_lists
         with pytest.raises(TypeError, match="tool 'coded': choices must return a mapping"):
             chosen = dataclasses.replace(coded, choices=lambda said, bad=bad: bad)
             run_agent(ScriptedBrain([answer_step("ok")]), [chosen], "Go.")
+
+
+def test_the_tools_may_be_shown_those_sharing_the_tasks_words_first() -> None:
+    import shapeloop.loop as loop_module
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        return f"{city}: 8 C"
+
+    @tool
+    def get_forecast(city: str) -> str:
+        """Daily forecast for a city, starting tomorrow."""
+        return f"{city} tomorrow: 11 C"
+
+    @tool
+    def forecast_by_station(station_id: str) -> str:
+        """Tomorrow's forecast at a weather station.
+
+        Args:
+            station_id: the station's id, e.g. ST-1042.
+        """
+        return "ok"
+
+    tools = [get_weather, forecast_by_station, get_forecast]
+    task = "what's the high in bergen tomorrow? see notes/tomorrow.txt"
+
+    def shown() -> list[str]:
+        brain = ScriptedBrain([answer_step("11 C")])
+        run_agent(brain, tools, task)
+        prompt = brain.asked[0].messages[0]["content"]
+        return sorted((t.name for t in tools), key=lambda name: prompt.index(name + "("))
+
+    assert shown() == ["get_weather", "forecast_by_station", "get_forecast"], "as given, by default"
+    saved, loop_module.TOOL_ORDER = loop_module.TOOL_ORDER, "shared-words"
+    try:
+        # get_forecast shares "tomorrow"; the station's tool shares it too, but no station id is given
+        assert shown() == ["get_forecast", "get_weather", "forecast_by_station"]
+    finally:
+        loop_module.TOOL_ORDER = saved
