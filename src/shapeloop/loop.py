@@ -576,6 +576,7 @@ class _Run:
         return self.excluded | same, frozenset(self.chain_asked) - same
 
     def _chain_asked(self, question: checks.Question, result: ToolResult) -> None:
+        """Keep the words of ``result`` with each tool the question named."""
         words = _words(result.text)
         for name in question.named:
             self.chain_asked[name] = self.chain_asked.get(name, frozenset()) | words
