@@ -1,6 +1,7 @@
 """Questions the loop puts to an answer before it stands, and the tools that give a refused value.
 
-Each question is asked once a run, and only where it can still help (a step is left to act on it).
+Each question is asked once a run (the chain question once for each result that gives a new value,
+see :func:`unchained`), and only where it can still help (a step is left to act on it).
 An answer is questioned when, by what the conversation holds, the task is not done yet:
 
 - :func:`unread`: no call was made, and the task names a file, a URL or an email address that a

@@ -784,11 +784,12 @@ class _Run:
 
     def _questioned(self, shown: str) -> bool:
         """Put the first question :mod:`shapeloop.checks` has for this answer to the model, each
-        once a run; none without the steps left to act on it (a call and an answer after a question
-        that makes the next step call). An answer the step had to give is asked only whether it says
-        more than talk of the results, and whether it has the yes, the no or the number the task
-        asks for: qwen2.5-coder-1.5b, made to answer after reading animals.txt twice, said "The result
-        does not answer the task." to "How many animals are listed?"."""
+        once a run (the chain question once for each tool and result); none without the steps left
+        to act on it (a call and an answer after a question that makes the next step call). An
+        answer the step had to give is asked only whether it says more than talk of the results, and
+        whether it has the yes, the no or the number the task asks for: qwen2.5-coder-1.5b, made to
+        answer after reading animals.txt twice, said "The result does not answer the task." to "How
+        many animals are listed?"."""
         if self.step >= self.max_steps or self.budget.exceeded(self.usage.total_tokens if self.usage else 0):
             return False
         tools = list(self.toolbox.tools.values())
