@@ -127,6 +127,3 @@ def test_a_router_declares_what_both_of_its_brains_can_do() -> None:
     )
     assert RouterBrain(native, native).capabilities == NATIVE
     assert RouterBrain(native, flat).capabilities == Capabilities(schema=SchemaSupport.FLAT, native_tools=False)
-    restating = ScriptedBrain([], capabilities=Capabilities(restate_task=True))
-    assert RouterBrain(restating, restating).capabilities.restate_task
-    assert not RouterBrain(restating, native).capabilities.restate_task

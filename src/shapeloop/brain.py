@@ -70,15 +70,17 @@ class Capabilities:
         exclusive: it holds one model and one context (the embedded backend), so two runs must
             never ask it at once; ``run_many`` gives such a brain to one run at a time. A brain
             that talks to a server is not exclusive: the server takes concurrent requests.
-        restate_task: the model does better with the task's words again after each good tool result,
-            and the answer asked for from it (a catalogue model's setting, measured on the
-            benchmark's tune half).
+        logprobs: it scores text: ``continuation_logprobs(prefix, continuation)`` returns the
+            log-probability of each token of the continuation (policies that read the model's own
+            likelihoods need it, :class:`~shapeloop.policies.FitFloor`).
+        calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
     native_tools: bool = False
     exclusive: bool = False
-    restate_task: bool = False
+    logprobs: bool = False
+    calibration: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

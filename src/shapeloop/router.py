@@ -52,5 +52,4 @@ def _shared(first: Capabilities, second: Capabilities) -> Capabilities:
         schema=schema,
         native_tools=first.native_tools and second.native_tools,
         exclusive=first.exclusive or second.exclusive,
-        restate_task=first.restate_task and second.restate_task,
     )
