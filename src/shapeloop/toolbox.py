@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from shapeloop.errors import TimedOut, ToolFailure, ToolRefusal
-from shapeloop.ids import made_up_ids
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
 
@@ -41,7 +40,7 @@ class ToolStatus(enum.StrEnum):
 
 
 # how a call ended: its status, its text, and whether it was refused for a made-up id
-_Outcome = tuple[ToolStatus, str] | tuple[ToolStatus, str, bool]
+_Outcome = tuple[ToolStatus, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +54,6 @@ class ToolResult:
             ``DENIED: ...``.
         chars: length of the full result before it was cut.
         truncated: the result was cut to the run's ``max_result_chars``.
-        made_up: the call was not run: an id argument holds a value that appears nowhere in what
-            the model was given (:mod:`shapeloop.ids`).
     """
 
     call: ToolCall
@@ -64,7 +61,6 @@ class ToolResult:
     text: str
     chars: int
     truncated: bool = False
-    made_up: bool = False
 
 
 def truncate(text: str, limit: int) -> str:
@@ -78,9 +74,7 @@ class Toolbox:
     """The tools of one run, with the run's policy: allow and deny lists, approval, truncation and
     a time limit per call (``timeout`` seconds, or None for none).
 
-    Deny wins over allow; a tool that is not permitted is neither advertised nor run. With
-    ``ground_ids`` (the default), a call given the conversation so far (``seen``) is not run when an
-    id argument holds a value that appears nowhere in it (:mod:`shapeloop.ids`).
+    Deny wins over allow; a tool that is not permitted is neither advertised nor run.
     """
 
     def __init__(
@@ -92,7 +86,6 @@ class Toolbox:
         approve: Approver | None = None,
         max_result_chars: int = 4000,
         timeout: float | None = None,
-        ground_ids: bool = True,
     ) -> None:
         self._all: dict[str, Tool] = {}
         for item in tools:
@@ -107,7 +100,6 @@ class Toolbox:
         self._approve = approve
         self._limit = max_result_chars
         self._timeout = timeout
-        self.ground_ids = ground_ids
         if max_result_chars < 1:
             raise ValueError("max_result_chars must be at least 1")
         if timeout is not None and not timeout > 0:
@@ -123,16 +115,15 @@ class Toolbox:
             raise ValueError(f"{what} names unknown tools {sorted(unknown)}; the tools are {sorted(self._all)}")
         return chosen
 
-    def run(self, call: ToolCall, *, seconds_left: float | None = None, seen: str | None = None) -> ToolResult:
+    def run(self, call: ToolCall, *, seconds_left: float | None = None) -> ToolResult:
         """Run a call: check it, gate it, call the tool, and render what came back.
 
         Args:
             call: the call.
             seconds_left: what is left of the run's time budget, if it has one; the call is
                 limited to the smaller of this and the toolbox's ``timeout``.
-            seen: the conversation so far, as text; with it, an id argument must appear in it.
         """
-        problem = self._problem(call, seen)
+        problem = self._problem(call)
         if problem is not None:
             return self._result(call, *problem)
         refusal = self._refusal(call)
@@ -141,7 +132,7 @@ class Toolbox:
         return self._result(call, *self._execute(call, seconds_left))
 
     def run_batch(
-        self, calls: Sequence[ToolCall], *, seconds_left: float | None = None, seen: str | None = None
+        self, calls: Sequence[ToolCall], *, seconds_left: float | None = None
     ) -> list[ToolResult]:
         """Run the calls of one step; the results are in the order of ``calls``.
 
@@ -149,7 +140,7 @@ class Toolbox:
         refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
         except that calls sharing a lock key run one after another in the order given.
         """
-        outcomes: list[_Outcome | None] = [self._problem(call, seen) for call in calls]
+        outcomes: list[_Outcome | None] = [self._problem(call) for call in calls]
         for index, call in enumerate(calls):
             refusal = None if outcomes[index] is not None else self._refusal(call)
             if refusal is not None:
@@ -176,7 +167,7 @@ class Toolbox:
         assert len(done) == len(calls), "every call of the batch has an outcome"
         return [self._result(call, *outcome) for call, outcome in zip(calls, done, strict=True)]
 
-    def _result(self, call: ToolCall, status: ToolStatus, text: str, made_up: bool = False) -> ToolResult:
+    def _result(self, call: ToolCall, status: ToolStatus, text: str) -> ToolResult:
         text = escape_surrogates(text)
         return ToolResult(
             call=call,
@@ -184,26 +175,16 @@ class Toolbox:
             text=truncate(text, self._limit),
             chars=len(text),
             truncated=len(text) > self._limit,
-            made_up=made_up,
         )
 
-    def _problem(self, call: ToolCall, seen: str | None = None) -> _Outcome | None:
-        """Why the call cannot run as written (an unknown tool, bad arguments, a made-up id), or None."""
+    def _problem(self, call: ToolCall) -> _Outcome | None:
+        """Why the call cannot run as written (an unknown tool, bad arguments), or None."""
         chosen = self.tools.get(call.tool)
         if chosen is None:
             return self._not_available(call.tool)
         problem = chosen.argument_errors(call.args)
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
-        made_up = made_up_ids(chosen.parameters, call.args, seen) if self.ground_ids and seen is not None else []
-        if made_up:
-            # the value is not repeated: quoted here, it would be in the conversation and pass next time
-            named = " and ".join(dict.fromkeys(path for path, _ in made_up))
-            text = (
-                f"ERROR: {call.tool} was not run: the {named} given appears nowhere in the task or in any "
-                "result, and an id cannot be guessed. First call a tool that finds it, or answer that you need it."
-            )
-            return ToolStatus.ERROR, text, True
         return None
 
     def _refusal(self, call: ToolCall) -> str | None:
