@@ -68,8 +68,10 @@ class Capabilities:
         schema: which schemas it constrains replies to.
         native_tools: it takes tools through a native tool-calling API.
         exclusive: it holds one model and one context (the embedded backend), so two runs must
-            never ask it at once; ``run_many`` gives such a brain to one run at a time. A brain
-            that talks to a server is not exclusive: the server takes concurrent requests.
+            never ask it at once; ``run_many`` gives such a brain to one run at a time. The
+            default: a brain that does not say otherwise (a user's :class:`BaseBrain` subclass, a
+            function brain) may keep state, so it is not asked by two runs at once. A brain that
+            talks to a server declares ``exclusive=False``: the server takes concurrent requests.
         logprobs: it scores text: ``continuation_logprobs(prefix, continuation)`` returns the
             log-probability of each token of the continuation (policies that read the model's own
             likelihoods need it, :class:`~shapeloop.policies.FitFloor`).
@@ -78,7 +80,7 @@ class Capabilities:
 
     schema: SchemaSupport = SchemaSupport.FULL
     native_tools: bool = False
-    exclusive: bool = False
+    exclusive: bool = True
     logprobs: bool = False
     calibration: tuple[tuple[str, float], ...] = ()
 
@@ -219,10 +221,21 @@ class BaseBrain:
 
     It closes nothing by default and works as a context manager (``with MyBrain() as brain:``).
     """
+    A brain that asks other brains (a router, a wrapper that retries or logs) names them in
+    :attr:`members`, so ``run_many`` lends each exclusive model inside it to one run at a time.
 
     capabilities: Capabilities = Capabilities()
 
     def ask(self, request: Request) -> Reply:
+    @property
+    def members(self) -> Sequence[Brain]:
+        """The brains this one asks in its turn; none for a brain that holds its own model.
+
+        ``run_many`` locks the exclusive brains a brain is made of (by identity, through any
+        depth of members), not the wrapper: two wrappers around one embedded model share its lock.
+        """
+        return ()
+
         """Return the model's reply to ``request``."""
         raise NotImplementedError(f"{type(self).__name__} must implement ask(request)")
 
