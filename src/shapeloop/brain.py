@@ -9,6 +9,7 @@ without probing. Everything else (modes, retries of shape, repeats, tools) is th
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
@@ -220,13 +221,12 @@ class BaseBrain:
     """A base for backends: override :meth:`ask` and, where it differs, :attr:`capabilities`.
 
     It closes nothing by default and works as a context manager (``with MyBrain() as brain:``).
-    """
     A brain that asks other brains (a router, a wrapper that retries or logs) names them in
     :attr:`members`, so ``run_many`` lends each exclusive model inside it to one run at a time.
+    """
 
     capabilities: Capabilities = Capabilities()
 
-    def ask(self, request: Request) -> Reply:
     @property
     def members(self) -> Sequence[Brain]:
         """The brains this one asks in its turn; none for a brain that holds its own model.
@@ -236,6 +236,7 @@ class BaseBrain:
         """
         return ()
 
+    def ask(self, request: Request) -> Reply:
         """Return the model's reply to ``request``."""
         raise NotImplementedError(f"{type(self).__name__} must implement ask(request)")
 
@@ -249,17 +250,22 @@ class BaseBrain:
         self.close()
 
 
-BrainFunction = Callable[[Request], "str | Reply"]
+BrainFunction = Callable[..., "str | Reply"]
+"""A brain function: ``fn(messages, schema) -> str | Reply``, or ``fn(request: Request) -> str | Reply``."""
 Scripted = str | Reply | BaseException
+
+CONTRACT = "fn(messages, schema) -> str"
+"""The one contract of a brain function, as error messages name it."""
 
 
 class ScriptedBrain(BaseBrain):
-    """A brain for tests: replays a list of replies, or calls a function of the request.
+    """A brain for tests: replays a list of replies, or calls a brain function.
 
     ``ScriptedBrain(["...", "..."])`` returns the strings in order; an item may also be a
     :class:`Reply` (to script usage, a length stop or native calls) or an exception to raise.
-    ``ScriptedBrain(fn)`` calls ``fn(request)`` and returns what it returns; the request's
-    messages are plain ``{"role": ..., "content": ...}`` dicts.
+    ``ScriptedBrain(fn)`` takes a brain function as :class:`FunctionBrain` does: ``fn(messages,
+    schema)``, or ``fn(request: Request)`` for the whole request (told apart by the signature: one
+    parameter annotated ``Request``). The messages are plain ``{"role": ..., "content": ...}`` dicts.
 
     Args:
         script: the replies, or the function.
@@ -269,6 +275,10 @@ class ScriptedBrain(BaseBrain):
 
     Attributes:
         asked: every request so far, with copies of its messages.
+
+    Raises:
+        TypeError: a function that cannot be called as a brain function, or a script item that is
+            not a str, a Reply or an exception; one line that names the contract.
     """
 
     def __init__(
@@ -278,8 +288,14 @@ class ScriptedBrain(BaseBrain):
         capabilities: Capabilities | None = None,
         refuse_schema: bool = False,
     ) -> None:
-        self._fn: BrainFunction | None = script if callable(script) else None
+        self._fn = _request_function(script) if callable(script) else None
         self._replies: list[Scripted] = [] if callable(script) else list(script)
+        for index, item in enumerate(self._replies):
+            if not isinstance(item, str | Reply | BaseException):
+                raise TypeError(
+                    f"ScriptedBrain: item {index} of the script is a {type(item).__name__}; a script holds "
+                    "str, Reply or exception items (or pass a brain function, " + CONTRACT + ")"
+                )
         self.capabilities = capabilities or Capabilities()
         self.refuse_schema = refuse_schema
         self.asked: list[Request] = []
@@ -311,19 +327,70 @@ def copy_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 class FunctionBrain(BaseBrain):
-    """A plain function ``fn(messages, schema) -> str | Reply`` as a :class:`Brain`.
+    """A brain function as a :class:`Brain`: ``fn(messages, schema) -> str | Reply``.
 
-    It takes any schema and no native tools; its replies do not say what was applied, so the
-    loop checks that a constrained reply is a JSON object.
+    ``messages`` is the conversation as plain ``{"role": ..., "content": ...}`` dicts and ``schema``
+    the JSON schema the reply must satisfy (None in prose mode). A function of one parameter
+    annotated :class:`Request` (``fn(request: Request)``) gets the whole request instead. This is
+    the one contract wherever shapeloop takes a function for a brain (``run_agent``, ``run_many``,
+    :class:`ScriptedBrain`). It takes any schema and no native tools; its replies do not say what
+    was applied, so the loop checks that a constrained reply is a JSON object.
+
+    Raises:
+        TypeError: at once, for a function that cannot be called so (``fn(messages)``); at its
+            reply, for a reply that is not a str or a :class:`Reply`. One line names the contract.
     """
 
-    def __init__(self, fn: Callable[[list[Message], Mapping[str, Any] | None], str | Reply]) -> None:
+    def __init__(self, fn: BrainFunction) -> None:
         self.fn = fn
+        self._call = _request_function(fn)
 
     def ask(self, request: Request) -> Reply:
-        """Call the function with the messages and the schema."""
-        out = self.fn(copy_messages(request.messages), request.schema)
+        """Call the function with the messages and the schema (or the request)."""
+        out = self._call(request)
         return out if isinstance(out, Reply) else checked_reply(self, Reply(text=out))
+
+
+def _request_function(fn: Callable[..., Any]) -> Callable[[Request], Any]:
+    """``fn`` as a function of the request, its replies checked; refused in one line where its
+    signature fits neither form of a brain function."""
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature is taken at its word
+        signature = None
+    shown = f"{_fn_name(fn)}({', '.join(signature.parameters) if signature else '...'})"
+
+    def checked(out: object) -> Any:
+        if not isinstance(out, str | Reply | BaseException):
+            raise TypeError(f"brain function {shown} returned a {type(out).__name__}: a brain function is {CONTRACT}")
+        return out
+
+    if signature is not None and _takes_request(signature):
+        return lambda request: checked(fn(request))
+    if signature is not None and not _binds(signature, 2):
+        raise TypeError(
+            f"brain function {shown} cannot be called with (messages, schema): a brain function is {CONTRACT} "
+            "(or fn(request: shapeloop.Request) -> str), or pass a shapeloop.BaseBrain"
+        )
+    return lambda request: checked(fn(copy_messages(request.messages), request.schema))
+
+
+def _takes_request(signature: inspect.Signature) -> bool:
+    first = next(iter(signature.parameters.values()), None)
+    names = ("Request", "shapeloop.Request", "shapeloop.brain.Request")
+    return first is not None and (first.annotation is Request or first.annotation in names) and _binds(signature, 1)
+
+
+def _binds(signature: inspect.Signature, count: int) -> bool:
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
+
+
+def _fn_name(fn: object) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
 
 
 def checked_reply(brain: object, reply: object) -> Reply:
@@ -345,7 +412,12 @@ def _name(brain: object) -> str:
 
 
 def as_brain(brain: Brain | Callable[..., Any]) -> Brain:
-    """Return ``brain`` if it is a :class:`Brain`; wrap a plain ``fn(messages, schema)`` otherwise."""
+    """Return ``brain`` if it is a :class:`Brain`; wrap a brain function (:class:`FunctionBrain`) otherwise.
+
+    Raises:
+        TypeError: before any request, for an object that is neither, or a function whose
+            signature fits no brain function; one line that names the contract.
+    """
     if isinstance(brain, Brain):
         return brain
     if hasattr(brain, "ask"):
@@ -355,4 +427,4 @@ def as_brain(brain: Brain | Callable[..., Any]) -> Brain:
         )
     if callable(brain):
         return FunctionBrain(brain)
-    raise TypeError(f"a brain is a shapeloop.Brain or a function fn(messages, schema); got {type(brain).__name__}")
+    raise TypeError(f"a brain is a shapeloop.BaseBrain or a function {CONTRACT}; got a {type(brain).__name__}")

@@ -26,6 +26,7 @@ from shapeloop.tools import Tool, ToolCall
 T = TypeVar("T")
 
 Approver = Callable[[ToolCall], "bool | str"]
+"""``approve(call)`` for a tool that acts: True runs the call; False, or a string that says why, refuses it."""
 
 
 class ToolStatus(enum.StrEnum):

@@ -16,7 +16,8 @@ from typing import Any, get_type_hints, overload
 
 import jsonschema
 import jsonschema.exceptions
-from pydantic import ConfigDict, ValidationError, create_model
+from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 
 from shapeloop.errors import ToolFailure
 
@@ -161,7 +162,10 @@ def tool(
 def _arguments_from_signature(
     func: Callable[..., Any],
 ) -> tuple[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]]:
-    hints = get_type_hints(func)
+    try:
+        hints = get_type_hints(func)
+    except NameError as exc:
+        raise TypeError(f"tool {func.__name__!r}: an annotation names what Python cannot find ({exc}){_TYPES}") from exc
     fields: dict[str, Any] = {}
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
@@ -170,7 +174,15 @@ def _arguments_from_signature(
                 "argument, so the model can name it"
             )
         default = ... if param.default is param.empty else param.default
-        fields[param.name] = (hints.get(param.name, Any), default)
+        annotation = hints.get(param.name, Any)
+        try:
+            TypeAdapter(annotation).json_schema()
+        except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
+            shown = getattr(annotation, "__name__", annotation)
+            raise TypeError(
+                f"tool {func.__name__!r}: parameter {param.name!r} is a {shown}, which has no JSON schema{_TYPES}"
+            ) from exc
+        fields[param.name] = (annotation, default)
     model = create_model(f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     schema = drop_titles(model.model_json_schema())
 
@@ -182,6 +194,12 @@ def _arguments_from_signature(
         return {key: getattr(parsed, key) for key in args if key in fields}
 
     return schema, convert
+
+
+_TYPES = (
+    ": a tool's arguments come as JSON, so annotate each with str, int, float, bool, a list or dict of them,"
+    " a Literal, an Enum, a pydantic model, a dataclass or a TypedDict"
+)
 
 
 def drop_titles(node: Any) -> Any:
