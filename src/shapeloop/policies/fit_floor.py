@@ -1,0 +1,86 @@
+"""FitFloor: at a task's first step, answer without a call where no offered tool fits the task, as
+the model's own likelihoods tell it.
+
+Small models call a tool even when none fits ("what is the capital of Australia?" with a weather
+tool draws ``get_weather(city="Australia")``). What separates a fitting tool from the rest is how
+much the tool's description makes the task more likely, and the task the description:
+
+    forward: log p(task | "The tool NAME: DESCRIPTION / A user's request that this tool does:")
+             - log p(task | "A user's request:")
+    reverse: log p("NAME: DESCRIPTION" | "A user's request: TASK / A tool that does it:")
+             - log p("NAME: DESCRIPTION" | "A tool:")
+
+each a mean over the continuation's tokens (pointwise mutual information per token). A task's fit is
+the best tool's forward plus reverse score; below the floor, the first step may only answer. It reads
+numbers the model computes, not words, so it works in any language the model reads.
+
+Cost: 3N+1 extra evaluations for N tools at a task's first step (the base scores are kept across
+tasks by the backend), and on the embedded backend each clears the prompt cache. Measured on BFCL's
+tune sample (``measurements/policies.json``). The floor is the model's own scale: the catalogue keeps
+one per model (``Capabilities.calibration``, ``fit_floor``), fitted on the project's suite; a model
+without one gets no floor unless ``floor=`` is given, and the run says so in an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from shapeloop.policies.base import LogProbs, Policy, RunView, StepShape
+
+FORWARD = "The tool {name}: {description}\nA user's request that this tool does:"
+FORWARD_BASE = "A user's request:"
+REVERSE = "A user's request: {task}\nA tool that does it:"
+REVERSE_BASE = "A tool:"
+
+
+def summary(description: str) -> str:
+    """The first line of a tool's description: what it does, without its argument notes."""
+    lines = [line.strip() for line in description.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def tool_fit(logprobs: LogProbs, task: str, name: str, description: str) -> float:
+    """How much one tool and the task make each other more likely, per token (forward + reverse)."""
+    task, doc = " " + " ".join(task.split()), " " + f"{name}: {summary(description)}"
+    forward = _mean(logprobs(FORWARD.format(name=name, description=summary(description)), task))
+    forward -= _mean(logprobs(FORWARD_BASE, task))
+    reverse = _mean(logprobs(REVERSE.format(task=task.strip()), doc)) - _mean(logprobs(REVERSE_BASE, doc))
+    return forward + reverse
+
+
+def task_fit(logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]]) -> float | None:
+    """The best fit of any offered tool ``(name, description)`` to the task; None without tools."""
+    if not tools or not task.strip():
+        return None
+    return max(tool_fit(logprobs, task, name, description) for name, description in tools)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return fmean(values) if values else 0.0
+
+
+@dataclass(eq=False)
+class FitFloor(Policy):
+    """Answer without a call at the first step where no tool fits the task (the model's likelihoods).
+
+    Args:
+        floor: the fit below which the first step may only answer; None takes the floor calibrated
+            for the brain's model (``Capabilities.calibration``), and without one the policy does nothing.
+    """
+
+    floor: float | None = None
+    needs = frozenset({"logprobs"})
+
+    def shape_step(self, view: RunView) -> StepShape | None:
+        if view.calls or view.step != 1 or view.logprobs is None or not view.tools:
+            return None
+        floor = self.floor if self.floor is not None else view.calibrated("fit_floor")
+        if floor is None:
+            return None
+        fit = task_fit(view.logprobs, view.task, [(tool.name, tool.description) for tool in view.tools])
+        if fit is None or fit >= floor:
+            return None
+        return StepShape(reason=f"the task's fit to the best tool is {fit:.3f}, below the floor {floor:.3f}",
+                         answer="must")  # fmt: skip

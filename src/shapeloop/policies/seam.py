@@ -1,0 +1,152 @@
+"""How the loop reaches a run's policies: each hook called at one place, every change an event.
+
+:class:`PolicySet` holds the per-run instances, keeps the calls and results the policies read (the
+:class:`~shapeloop.policies.RunView`), combines what the policies ask of a step, and emits a
+:class:`~shapeloop.events.PolicyIntervened` event for each change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shapeloop.brain import Brain, Message
+from shapeloop.events import Event, PolicyIntervened
+from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape
+from shapeloop.toolbox import ToolStatus
+from shapeloop.tools import Tool, ToolCall
+
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shape:
+    """What the policies together ask of the next step."""
+
+    excluded: frozenset[str] = frozenset()  # tools the step does not offer
+    may_answer: bool = True
+    note: str = ""  # words the model reads at this step only
+
+
+@dataclass(kw_only=True)
+class PolicySet:
+    """The policies of one run, each a per-run instance from :meth:`Policy.for_run`."""
+
+    active: list[Policy]
+    missing: list[tuple[Policy, frozenset[str]]]  # left out: the brain lacks what they need
+    task: str
+    tools: tuple[Tool, ...]
+    outcomes: list[CallOutcome] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain) -> PolicySet:
+        """The per-run instances of ``policies``, less those whose needs the brain does not declare."""
+        offers = _offers(brain)
+        active, missing = [], []
+        for policy in policies:
+            lacking = policy.needs - offers
+            if lacking:
+                missing.append((policy, lacking))
+            else:
+                active.append(policy.for_run(task, tools))
+        return cls(active=active, missing=missing, task=task, tools=tuple(tools))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the policies that run."""
+        return tuple(policy.name for policy in self.active)
+
+    def started(self, brain: Brain) -> list[Event]:
+        """An event for each policy left out for what the brain lacks."""
+        return [
+            PolicyIntervened(
+                step=0,
+                policy=policy.name,
+                hook="for_run",
+                change="left out",
+                reason=f"it needs {', '.join(sorted(lacking))}, which {type(brain).__name__} does not declare",
+            )
+            for policy, lacking in self.missing
+        ]
+
+    @staticmethod
+    def counts(events: Iterable[Event]) -> dict[str, int]:
+        """Interventions by policy name (a policy left out counts none)."""
+        counted = Counter(e.policy for e in events if isinstance(e, PolicyIntervened) and e.hook != "for_run")
+        return dict(counted)
+
+    def view(self, *, messages: Sequence[Message], step: int, max_steps: int, brain: Brain) -> RunView:
+        """A read-only snapshot of the run for the hooks."""
+        declared = brain.capabilities
+        scorer: Any = getattr(brain, "continuation_logprobs", None) if declared.logprobs else None
+        return RunView(
+            task=self.task, tools=self.tools, messages=tuple(dict(m) for m in messages),  # type: ignore[misc]
+            calls=tuple(self.outcomes), step=step, max_steps=max_steps, logprobs=scorer,
+            calibration=declared.calibration,
+        )  # fmt: skip
+
+    def record(self, call: ToolCall, status: ToolStatus, text: str, repeats: int) -> None:
+        """Keep a call's outcome for later views."""
+        self.outcomes.append(CallOutcome(call=call, status=status, text=text, repeats=repeats))
+
+    def shape_step(self, view: RunView, emit: Emit) -> Shape:
+        """What every policy asks of the next step, combined: the tools all of them offer; answer only
+        where one says so; no answer where one says so and some tool is left; the notes joined."""
+        names = frozenset(tool.name for tool in self.tools)
+        offered, must, never, notes = names, False, False, []
+        for policy in self.active:
+            shape = policy.shape_step(view)
+            if shape is None:
+                continue
+            emit(_intervened(view.step, policy, "shape_step", _described(shape, names), shape.reason))
+            offered &= names if shape.tools is None else shape.tools
+            must |= shape.answer == "must"
+            never |= shape.answer == "never"
+            if shape.note:
+                notes.append(shape.note)
+        if must:
+            return Shape(excluded=names, may_answer=True, note="\n".join(notes))
+        return Shape(excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
+
+    def check_call(self, view: RunView, call: ToolCall, emit: Emit) -> Refusal | None:
+        """The first policy's refusal of ``call``, or None."""
+        for policy in self.active:
+            refusal = policy.check_call(view, call)
+            if refusal is not None:
+                emit(_intervened(view.step, policy, "check_call", f"refused {call}", refusal.reason))
+                return refusal
+        return None
+
+    def check_answer(self, view: RunView, answer: str, emit: Emit) -> Objection | None:
+        """The first policy's objection to ``answer``, or None."""
+        for policy in self.active:
+            objection = policy.check_answer(view, answer)
+            if objection is not None:
+                emit(_intervened(view.step, policy, "check_answer", "objected to the answer", objection.reason))
+                return objection
+        return None
+
+
+def _offers(brain: Brain) -> frozenset[str]:
+    """What the brain declares that a policy may need."""
+    return frozenset({"logprobs"} if brain.capabilities.logprobs else ())
+
+
+def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) -> PolicyIntervened:
+    return PolicyIntervened(step=step, policy=policy.name, hook=hook, change=change, reason=reason)
+
+
+def _described(shape: StepShape, names: frozenset[str]) -> str:
+    """A step shape in a few words, for the event."""
+    parts = []
+    if shape.tools is not None:
+        parts.append(f"offered {len(shape.tools & names)} of {len(names)} tools")
+    if shape.answer == "must":
+        parts.append("answer only")
+    elif shape.answer == "never":
+        parts.append("no answer")
+    if shape.note:
+        parts.append(f"note: {shape.note}")
+    return "; ".join(parts) or "no change"
