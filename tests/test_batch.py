@@ -235,8 +235,3 @@ def test_native_calls_of_one_reply_run_as_a_batch_when_batch_is_on() -> None:
     assert brain.asked[1].messages[-1]["content"].startswith("Results of 2 calls")
 
 
-def test_after_a_repeated_call_in_a_batch_the_next_schema_leaves_its_tool_out() -> None:
-    step = calls(("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 1}))
-    brain = ScriptedBrain([step, calls(("lookup", {"key": "colour"}), ("add", {"a": 2, "b": 1})), answer_step("x")])
-    run_agent(brain, [lookup, add], "t", batch=True, stuck_limit=3)
-    assert brain.asked[2].schema == step_schema([add], batch=True)

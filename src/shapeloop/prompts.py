@@ -25,7 +25,7 @@ _FORMAT = """Every reply is one JSON object with these five fields, in this orde
   "args": the tool's arguments as an object ({} when answering)
   "answer": your final answer to the task ("" when calling a tool)"""
 
-_RULES = [
+_RULES = (
     "Call a tool only when it does what the task asks. When no tool fits the task, or the task needs "
     'no tool, do not call one: give your answer (action "answer"), and if you cannot do the task, say so.',
     "Take argument values from the task as it gives them (names, numbers, units, code). Leave out "
@@ -37,7 +37,7 @@ _RULES = [
     # refusal did not already give.
     "After a tool call, the next message gives its result. Your answer says what the results say. A "
     "result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer.",
-]
+)
 
 # A worked example with a made-up tool: the call, its result, and an answer taken from that result.
 # The answer is about something no real task asks, because qwen2.5-coder-0.5b copied a standalone

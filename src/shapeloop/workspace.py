@@ -40,11 +40,6 @@ _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _OPEN_FLAGS
-# list_files on a file says how many lines the file has; without it, the note said "not a folder",
-# and a model asked how many lines the file has answered that it has none.
-LIST_NOTE_LINES = True
-# The file tools include search_files by default (workspace_tools(search=None)).
-SEARCH_TOOL = True
 # What a refusal of a path outside the root says next. "Use a path inside it" sent qwen2.5-coder-0.5b
 # to try the same path with every workspace tool until its run was stuck: no tool reaches it.
 OUTSIDE_NOTE = ": no tool here can reach it, so tell the user it cannot be done"
@@ -172,7 +167,9 @@ class Workspace:
             if self.file_at(path) is None:
                 raise
             text, notes, whole = self._read(path, 0, read_length)
-            if LIST_NOTE_LINES and whole:
+            # list_files on a file says how many lines it has: a note of "not a folder" alone had a
+            # model asked how many lines the file has answer that it has none
+            if whole:
                 notes.append(f"{path!r} is a file of {_lines(text)}: above is its text, as read_file gives it")
             else:
                 notes.append(f"{path!r} is a file, not a folder: above is its text, as read_file gives it")
@@ -483,7 +480,7 @@ def workspace_tools(
     root: str | os.PathLike[str],
     *,
     write: bool = False,
-    search: bool | None = None,
+    search: bool = True,
     max_read_chars: int = 3000,
     max_append_chars: int = 4000,
 ) -> list[Tool]:
@@ -493,8 +490,7 @@ def workspace_tools(
     Args:
         root: the workspace folder; it must exist.
         write: also offer ``append_note``.
-        search: offer ``search_files`` (the lines of the files that hold a text); None: the module's
-            ``SEARCH_TOOL`` (on).
+        search: offer ``search_files`` (the lines of the files that hold a text).
         max_read_chars: how much ``read_file`` returns at once (in bytes); a longer file is read in
             part, with a note giving the offset to read on from.
         max_append_chars: the most one ``append_note`` writes.
@@ -535,7 +531,7 @@ def workspace_tools(
         return search_text(space, text, path)
 
     tools = [read_file, list_files]
-    if SEARCH_TOOL if search is None else search:
+    if search:
         tools.append(search_files)
     if write:
 

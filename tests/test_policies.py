@@ -1,0 +1,325 @@
+"""The policy seam: per-run policies, their three hooks, their events, and what a policy may not be."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import Capabilities, ScriptedBrain, StopReason, run_agent, tool
+from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, ToolCalled
+from shapeloop.policies import (
+    DEFAULT,
+    FitFloor,
+    Objection,
+    Policy,
+    Refusal,
+    RunView,
+    StepShape,
+    available,
+    resolve,
+)
+from shapeloop.policies.fit_floor import task_fit
+from shapeloop.tools import ToolCall
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"{city}: 4 °C, rain"
+
+
+@tool
+def send_mail(to: str, text: str) -> str:
+    """Send an email."""
+    return f"sent to {to}"
+
+
+def _actions(schema: Any) -> list[str]:
+    variants = schema.get("anyOf", [schema])
+    return sorted({v["properties"]["action"].get("const", "") for v in variants}, key=["tool", "answer"].index)
+
+
+class ScoringBrain(ScriptedBrain):
+    """A scripted brain that scores text as a model would: a tool's words and a task that shares them
+    make each other likelier (the scorer the FitFloor policy reads)."""
+
+    def __init__(self, script: Sequence[Any], *, floor: float | None = 0.5) -> None:
+        calibration = () if floor is None else (("fit_floor", floor),)
+        super().__init__(list(script), capabilities=Capabilities(logprobs=True, calibration=calibration))
+        self.scored: list[tuple[str, str]] = []
+
+    def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+        self.scored.append((prefix, continuation))
+        shared = {w for w in re.findall(r"\w+", prefix.casefold()) if len(w) > 3} & set(
+            re.findall(r"\w+", continuation.casefold())
+        )
+        return [-0.2 if shared - {"user", "request", "tool"} else -1.0] * 3
+
+
+def _policy_events(run: Any) -> list[PolicyIntervened]:
+    return [e for e in run.events if isinstance(e, PolicyIntervened)]
+
+
+def test_no_policies_is_the_plain_loop_and_the_run_says_so() -> None:
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
+    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=())
+    assert run.ok and run.policies == () and run.interventions == {}
+    assert _policy_events(run) == []
+    assert run.to_dict()["policies"] == []
+
+
+def test_fit_floor_answers_at_the_first_step_where_no_tool_fits_and_says_why() -> None:
+    brain = ScoringBrain([answer_step("Lima.")])
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
+    assert run.ok and _actions(brain.asked[0].schema) == ["answer"]
+    [event] = _policy_events(run)
+    assert (event.policy, event.hook, event.change) == ("fit-floor", "shape_step", "answer only")
+    assert "below the floor 0.500" in event.reason
+    assert run.policies == ("fit-floor",) and run.interventions == {"fit-floor": 1}
+
+
+def test_fit_floor_leaves_a_fitting_task_alone_and_judges_only_the_first_step() -> None:
+    brain = ScoringBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
+    run = run_agent(brain, [get_weather], "What is the weather in Oslo?", policies=[FitFloor()])
+    assert run.ok and _policy_events(run) == []
+    assert _actions(brain.asked[0].schema) == ["tool", "answer"]
+    scored = len(brain.scored)
+    assert scored == 4, "3N+1 evaluations for N tools, at the first step only"
+    # the same policy object serves a second run afresh
+    brain = ScoringBrain([answer_step("Lima.")])
+    assert run_agent(brain, [get_weather], "Capital of Peru?", policies=[FitFloor()]).interventions == {"fit-floor": 1}
+
+
+def test_fit_floor_without_a_calibrated_floor_does_nothing_unless_given_one() -> None:
+    brain = ScoringBrain([tool_step("get_weather", city="Lima"), answer_step("x")], floor=None)
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
+    assert _policy_events(run) == [] and brain.scored == []
+    brain = ScoringBrain([answer_step("Lima.")], floor=None)
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor(floor=0.5)])
+    assert run.interventions == {"fit-floor": 1}
+
+
+def test_a_policy_whose_needs_the_brain_lacks_is_left_out_with_an_event_and_the_run_goes_on() -> None:
+    brain = ScriptedBrain([tool_step("get_weather", city="Lima"), answer_step("x")])
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
+    assert run.ok and run.policies == () and run.interventions == {}
+    [event] = _policy_events(run)
+    assert (event.hook, event.change) == ("for_run", "left out") and "logprobs" in event.reason
+
+
+@pytest.mark.parametrize(
+    ("task", "city"),
+    [("Wie ist das Wetter in München morgen?", "München"), ("北京今天的天气怎么样？", "北京")],
+)
+def test_every_shipped_policy_refuses_nothing_the_plain_loop_runs_in_german_or_chinese(task: str, city: str) -> None:
+    def go(policies: Sequence[Policy]) -> list[ToolCall]:
+        brain = ScoringBrain([tool_step("get_weather", city=city), answer_step("Regen.")], floor=-10.0)
+        run = run_agent(brain, [get_weather, send_mail], task, policies=policies)
+        assert not [e for e in run.events if isinstance(e, CallRefused)]
+        return [e.call for e in run.events if isinstance(e, ToolCalled)]
+
+    plain = go(())
+    assert plain == [ToolCall(tool="get_weather", args={"city": city})]
+    for name in available():
+        assert go(resolve(name)) == plain, name
+
+
+# A policy written outside src/, through the public hooks alone: the fit floor again.
+class MyFitFloor(Policy):
+    needs = frozenset({"logprobs"})
+
+    def __init__(self, floor: float) -> None:
+        self.floor = floor
+
+    def shape_step(self, view: RunView) -> StepShape | None:
+        if view.calls or view.logprobs is None:
+            return None
+        fit = task_fit(view.logprobs, view.task, [(t.name, t.description) for t in view.tools])
+        if fit is not None and fit < self.floor:
+            return StepShape(reason=f"fit {fit:.3f} below {self.floor:.3f}", answer="must")
+        return None
+
+
+def test_a_policy_written_outside_the_package_reproduces_a_shipped_one() -> None:
+    for task in ("What is the capital of Peru?", "What is the weather in Oslo?"):
+        shipped = ScoringBrain([answer_step("x")])
+        mine = ScoringBrain([answer_step("x")])
+        a = run_agent(shipped, [get_weather, send_mail], task, policies=[FitFloor(floor=0.5)])
+        b = run_agent(mine, [get_weather, send_mail], task, policies=[MyFitFloor(0.5)])
+        assert shipped.asked[0].schema == mine.asked[0].schema
+        assert [e.change for e in _policy_events(a)] == [e.change for e in _policy_events(b)]
+        assert b.policies == ("my-fit-floor",)
+
+
+class NoMail(Policy):
+    def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
+        if call.tool == "send_mail":
+            return Refusal(reason="mail is off in this run", feedback="mail is off: answer instead.")
+        return None
+
+
+class WantsDigits(Policy):
+    def check_answer(self, view: RunView, answer: str) -> Objection | None:
+        if not any(ch.isdigit() for ch in answer):
+            return Objection(reason="no number in the answer", feedback="Give the temperature as a number.")
+        return None
+
+
+class Counts(Policy):
+    """Per-run state: counts the steps it shaped, and tells the model which one it is at."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def shape_step(self, view: RunView) -> StepShape | None:
+        self.seen += 1
+        return StepShape(reason="numbering", note=f"(step {self.seen})")
+
+
+def test_a_refused_call_never_runs_and_the_model_reads_why() -> None:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send."""
+        sent.append(to)
+        return "ok"
+
+    class NoSend(NoMail):
+        def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
+            return super().check_call(view, ToolCall(tool="send_mail", args={})) if call.tool == "send" else None
+
+    brain = ScriptedBrain([tool_step("send", to="a@b.c"), answer_step("Not sent.")])
+    run = run_agent(brain, [send], "Mail a@b.c", policies=[NoSend()])
+    assert sent == [] and run.ok
+    [refused] = [e for e in run.events if isinstance(e, CallRefused)]
+    assert refused.objection == "mail is off in this run"
+    assert "was not run: mail is off: answer instead." in brain.asked[1].messages[-1]["content"]
+    assert run.interventions == {"no-send": 1}
+
+
+def test_a_policy_objection_costs_a_step_and_the_acceptor_is_asked_last() -> None:
+    accepted: list[str] = []
+
+    def accept(text: str) -> bool:
+        accepted.append(text)
+        return True
+
+    brain = ScriptedBrain([answer_step("Cold."), answer_step("4 °C.")])
+    run = run_agent(brain, [get_weather], "Temperature in Oslo?", policies=[WantsDigits()], accept_answer=accept)
+    assert run.ok and run.answer == "4 °C." and run.steps == 2
+    assert accepted == ["4 °C."], "the acceptor never saw the answer a policy objected to"
+    [rejected] = [e for e in run.events if isinstance(e, AnswerRejected)]
+    assert rejected.objection == "no number in the answer"
+    assert brain.asked[1].messages[-1]["content"] == "Give the temperature as a number."
+
+
+def test_a_note_is_read_at_its_step_only_and_per_run_state_stays_in_its_run() -> None:
+    policy = Counts()
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
+    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[policy])
+    assert brain.asked[0].messages[-1]["content"] == "(step 1)"
+    assert brain.asked[1].messages[-1]["content"] == "(step 2)"
+    assert all(m["content"] not in ("(step 1)", "(step 2)") for m in run.messages), "a note is not kept"
+    assert policy.seen == 0, "the policy object itself is untouched: each run has its own instance"
+    assert run.interventions == {"counts": 2}
+
+
+def test_shapes_combine_the_tools_every_policy_offers_and_answer_only_wins() -> None:
+    class Only(Policy):
+        def __init__(self, *names: str) -> None:
+            self.names = frozenset(names)
+
+        def shape_step(self, view: RunView) -> StepShape | None:
+            return StepShape(reason="kept", tools=self.names, answer="never")
+
+    brain = ScriptedBrain([answer_step("x")] * 3)
+    run_agent(brain, [get_weather, send_mail], "t", policies=[Only("get_weather", "send_mail"), Only("get_weather")])
+    variants = brain.asked[0].schema.get("anyOf", [brain.asked[0].schema])
+    assert [v["properties"]["tool"].get("const") for v in variants] == ["get_weather"]
+    brain = ScriptedBrain([answer_step("x")])
+    run_agent(brain, [get_weather], "t", policies=[Only("get_weather"), Only("nothing")])
+    assert _actions(brain.asked[0].schema) == ["answer"], "a step left no tool may always answer"
+
+
+def test_resolve_reads_presets_and_names_and_refuses_an_unknown_name_listing_the_choices() -> None:
+    assert resolve("plain") == () and resolve("default") == DEFAULT and resolve(None) == DEFAULT
+    assert [p.name for p in resolve("plain,fit-floor")] == ["fit-floor"]
+    assert [p.name for p in resolve("plain,fit-floor,-fit-floor")] == []
+    with pytest.raises(ValueError, match=r"unknown policy 'grounding': choose from plain, default"):
+        resolve("grounding")
+    with pytest.raises(TypeError, match="subclass Policy"):
+        run_agent(ScriptedBrain([answer_step("x")]), [], "t", policies=["fit-floor"])  # type: ignore[list-item]
+
+
+def test_the_old_grounding_switches_warn_and_do_nothing() -> None:
+    with pytest.warns(DeprecationWarning, match=r"ground_values=\.\.\.\) has no effect"):
+        run = run_agent(ScriptedBrain([answer_step("x")]), [], "t", ground_values=False)
+    assert run.ok
+
+
+# Module dicts that are tables of fixed data, not settings: nothing reads them as configuration.
+_TABLES = {
+    "BUILTIN",  # the backend registry by name (STYLE: a registry dict looks backends up)
+    "_EXTRAS",  # the CLI's install hint for each backend
+    "_FORMATS",  # the test double's reply formats
+    "_STATUS_COLOR",  # the console's colours
+}
+
+
+def _module_switches(path: Path) -> list[str]:
+    """Module-level names bound to a bool (or annotated Literal) in a source file: a switch."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign):
+            targets, value, annotation = node.targets, node.value, None
+        elif isinstance(node, ast.AnnAssign):
+            targets, value, annotation = [node.target], node.value, node.annotation
+        else:
+            continue
+        literal = annotation is not None and "Literal" in ast.unparse(annotation)
+        boolean = isinstance(value, ast.Constant) and isinstance(value.value, bool)
+        name = ast.unparse(targets[0])
+        mutable = isinstance(value, (ast.Dict, ast.List, ast.Set)) and name not in _TABLES and name != "__all__"
+        if literal or boolean or mutable:
+            found.append(f"{path.relative_to(ROOT)}: {ast.unparse(targets[0])}")
+    return found
+
+
+def test_no_module_switch_configures_behaviour_and_nothing_patches_shapeloop() -> None:
+    switches = [s for path in sorted((ROOT / "src").rglob("*.py")) for s in _module_switches(path)]
+    assert switches == []
+    globals_used = [p for p in (ROOT / "src").rglob("*.py") if re.search(r"^\s+global\s", p.read_text(), re.M)]
+    assert globals_used == []
+    patched = []
+    for folder in ("tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\bsetattr\((?:shapeloop|[a-z_]*_module\b|loop|prompts|offer|search)", line):
+                    patched.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert patched == []
+
+
+def test_a_policy_module_reads_no_word_list() -> None:
+    """No shipped policy decides by a list of words: no collection of three or more word literals, no
+    regular expression that alternates between words."""
+    words = re.compile(r"^[^\W\d_]{2,}$")
+    for path in sorted((ROOT / "src" / "shapeloop" / "policies").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        exported = {
+            id(n.value) for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n).startswith("__all__")
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)) and id(node) not in exported:
+                literals = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                assert sum(bool(words.match(w)) for w in literals) < 3, f"{path.name}:{node.lineno}"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not re.search(r"\(\?:[a-z]{3,}\|[a-z]{3,}\|", node.value), f"{path.name}:{node.lineno}"
