@@ -1,0 +1,370 @@
+"""A conversation: request after request over the same tools, each a run that continues the last.
+
+A :class:`Conversation` holds what :func:`~shapeloop.run_agent` needs for every request (the brain,
+the tools, the policies and every other option) and the history so far. The tools are the caller's
+own objects, so their state (a current folder, an open ticket) carries from one request to the next.
+
+The history is kept within a budget, in characters or (where the brain counts them) tokens. When it
+is over, the oldest parts are cut mechanically, in three stages, each leaving a marker that says
+what was cut, so nothing is dropped silently:
+
+1. the tool results of a request (``[result of read_file({"path": "a.txt"}) cut: 3 120 characters,
+   to keep the conversation within its window]``), oldest request first;
+2. the steps between a request and its answer, oldest request first;
+3. whole requests, oldest first (never the latest), named at the start of the next one.
+
+Its log (:attr:`Conversation.transcript`) is a :class:`~shapeloop.Transcript`: each request's own
+messages and events as its run recorded them, a ``request`` and a ``turn`` entry around them, and a
+``cut`` entry for each cut; :meth:`Conversation.save` writes it as JSON Lines and
+:meth:`Conversation.resume` reads it back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from shapeloop.brain import Brain, Message, Usage
+from shapeloop.extract import extract_step
+from shapeloop.loop import run_agent
+from shapeloop.run import AgentRun, Mode, StopReason, Transcript
+from shapeloop.step import Batch
+from shapeloop.tools import Tool, ToolCall
+
+DEFAULT_HISTORY_CHARS = 16_000
+"""The history's budget in characters when none is given (about 4 000 tokens)."""
+
+_WHY = "to keep the conversation within its window"
+_OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
+_CALL_CHARS = 120  # how much of a call a marker shows
+_WHOLE, _RESULTS_CUT, _FOLDED, _DROPPED = 0, 1, 2, 3  # how far a request's messages are cut
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A brain that counts the tokens a prompt takes (the embedded backend does)."""
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens the prompt for ``messages`` takes."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One request of a conversation and how its run went.
+
+    Attributes:
+        request: what the user asked.
+        run: the run (for a resumed conversation's earlier requests, rebuilt from the log: its
+            ``events`` are empty and its transcript holds that request's own entries).
+        calls: the calls the run made, in order.
+        cuts: the markers of what was cut from the history before this request was asked.
+    """
+
+    request: str
+    run: AgentRun[Any]
+    calls: tuple[ToolCall, ...] = ()
+    cuts: tuple[str, ...] = ()
+
+    @property
+    def stop(self) -> StopReason:
+        """Why the request's run ended."""
+        return self.run.stop
+
+    @property
+    def answer(self) -> str | None:
+        """The accepted answer, or None."""
+        return self.run.answer
+
+    @property
+    def ok(self) -> bool:
+        """The request was answered."""
+        return self.run.ok
+
+
+class Conversation:
+    """Requests one after another over the same tools, the history kept within a budget.
+
+    ``Conversation(brain, tools, policies=..., batch=True, max_steps=8)`` takes every option of
+    :func:`~shapeloop.run_agent` except ``task`` and ``history`` and applies it to each request;
+    :meth:`ask` runs one request and returns its :class:`Turn`.
+
+    Args:
+        brain: the model, as :func:`~shapeloop.run_agent` takes it.
+        tools: the tools; the same objects serve every request, so their state carries over.
+        max_history_chars: the history's budget in characters (the default when no budget is given:
+            :data:`DEFAULT_HISTORY_CHARS`).
+        max_history_tokens: the budget in tokens instead, counted by the brain's ``count_tokens``.
+        transcript_path: a file the conversation's log is appended to after each request (JSON
+            Lines, the format :meth:`resume` reads), instead of each run's own transcript.
+        **options: the other options of :func:`~shapeloop.run_agent`.
+
+    Raises:
+        TypeError: an option :func:`~shapeloop.run_agent` does not take.
+        ValueError: a budget below 1, both budgets, or a token budget for a brain that cannot count.
+    """
+
+    def __init__(
+        self,
+        brain: Brain | Callable[..., Any],
+        tools: Iterable[Tool],
+        *,
+        max_history_chars: int | None = None,
+        max_history_tokens: int | None = None,
+        transcript_path: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> None:
+        unknown = sorted(set(options) - (_run_options() - _OWN))
+        if unknown:
+            raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
+        if max_history_chars is not None and max_history_tokens is not None:
+            raise ValueError("give max_history_chars or max_history_tokens, not both")
+        for name, value in (("max_history_chars", max_history_chars), ("max_history_tokens", max_history_tokens)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be 1 or more, not {value}")
+        if max_history_tokens is not None and not isinstance(brain, TokenCounter):
+            raise ValueError(
+                f"max_history_tokens needs a brain that counts tokens (count_tokens); {type(brain).__name__} "
+                "does not: give max_history_chars instead"
+            )
+        self.brain = brain
+        self.tools = list(tools)
+        self.options = options
+        self.max_history_tokens = max_history_tokens
+        self.max_history_chars = max_history_chars or (None if max_history_tokens else DEFAULT_HISTORY_CHARS)
+        self.turns: list[Turn] = []
+        self.transcript = Transcript() if transcript_path is None else Transcript.streaming(transcript_path)
+        self._requests: list[list[Message]] = []  # each request's messages, as the next run reads them
+        self._levels: list[int] = []
+        self._own: list[dict[str, Any]] = []  # the entries of the request being replayed
+
+    @property
+    def history(self) -> list[Message]:
+        """The conversation as the next request's run reads it (cuts and their markers included)."""
+        return [message for request in self._requests for message in request]
+
+    def ask(self, request: str) -> Turn:
+        """Run one request, continuing the conversation; cut the history first where it is over budget."""
+        cuts = tuple(self._fit())
+        earlier = self.history
+        run = run_agent(self.brain, self.tools, request, history=earlier, **self.options)
+        messages = [m for m in run.messages if m["role"] != "system"][len(earlier) :]
+        turn = Turn(request=request, run=run, calls=_calls(run), cuts=cuts)
+        self.transcript.add({"type": "request", "request": request})
+        skip = len(earlier) + 1  # the system prompt and the history open every run's transcript
+        for entry in run.transcript.entries:
+            if entry["type"] == "message" and skip > 0:
+                skip -= 1
+            elif entry["type"] != "message" or entry["role"] != "system":
+                self.transcript.add(entry)
+        self.transcript.add(_turn_entry(turn))
+        self._requests.append(messages)
+        self._levels.append(_WHOLE)
+        self.turns.append(turn)
+        return turn
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the conversation's log as JSON Lines (atomically), for :meth:`resume`."""
+        Transcript(entries=list(self.transcript.entries)).write(path)
+
+    def close(self) -> None:
+        """Stop appending to ``transcript_path``."""
+        self.transcript.close()
+
+    @classmethod
+    def resume(
+        cls, path: str | os.PathLike[str], brain: Brain | Callable[..., Any], tools: Iterable[Tool], **settings: Any
+    ) -> Conversation:
+        """A conversation continued from a saved log: its history, cuts and earlier turns restored.
+
+        ``settings`` are the constructor's keyword arguments (budgets and run options); the tools
+        are the caller's, in whatever state they are now.
+
+        Raises:
+            ValueError: a line of the file that is not a JSON object of the log.
+        """
+        target = settings.pop("transcript_path", None)
+        conversation = cls(brain, tools, **settings)
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    conversation._replay(_entry(line, path, number))
+        if target is not None:  # the log goes on in ``target``: after what it holds, if it is this file
+            entries = conversation.transcript.entries
+            conversation.transcript = Transcript.streaming(target)
+            if os.path.samefile(target, path):
+                conversation.transcript.entries.extend(entries)
+            else:
+                for entry in entries:
+                    conversation.transcript.add(entry)
+        return conversation
+
+    def _replay(self, entry: dict[str, Any]) -> None:
+        kind = entry.get("type")
+        if kind == "request":
+            self._requests.append([])
+            self._levels.append(_WHOLE)
+            self._own = [entry]
+        elif kind == "cut":
+            for index, messages in entry["requests"].items():
+                self._requests[int(index)] = [Message(role=m["role"], content=m["content"]) for m in messages]
+            self._levels[entry["request"]] = entry["level"]
+        elif kind == "message" and self._requests:
+            self._requests[-1].append(Message(role=entry["role"], content=entry["content"]))
+        elif kind == "turn":
+            self.turns.append(_rebuilt_turn(entry, self._own[1:]))
+        if kind in ("message", "event") and self._requests:
+            self._own.append(entry)
+        self.transcript.add(entry)
+
+    def _fit(self) -> list[str]:
+        """Cut the history, stage by stage and oldest request first, until it is within budget."""
+        markers: list[str] = []
+        stages = ((_RESULTS_CUT, _cut_results), (_FOLDED, _fold), (_DROPPED, None))
+        for level, cut in stages:
+            for index in range(len(self._requests)):
+                if not self._over():
+                    return markers
+                if self._levels[index] >= level or (level == _DROPPED and index == len(self._requests) - 1):
+                    continue
+                changed: dict[int, list[Message]] = {}
+                if cut is not None:
+                    changed[index], said = cut(self._requests[index])
+                else:
+                    changed, said = self._drop(index)
+                markers += said
+                self._apply(changed, level, index, said)
+        return markers
+
+    def _drop(self, index: int) -> tuple[dict[int, list[Message]], list[str]]:
+        """Request ``index`` cut whole; the marker goes before the next request that is left."""
+        dropped = self._requests[index]
+        chars = sum(len(m["content"]) for m in dropped)
+        task = _clip(dropped[0]["content"], _CALL_CHARS) if dropped else ""
+        marker = f"[an earlier request cut, {len(dropped)} messages: {task!r}: {_count(chars)} characters, {_WHY}]"
+        later = next(i for i in range(index + 1, len(self._requests)) if self._levels[i] < _DROPPED)
+        first, *rest = self._requests[later]
+        moved = Message(role=first["role"], content=f"{marker}\n{first['content']}")
+        return {index: [], later: [moved, *rest]}, [marker]
+
+    def _apply(self, changed: dict[int, list[Message]], level: int, index: int, markers: list[str]) -> None:
+        for number, messages in changed.items():
+            self._requests[number] = messages
+        self._levels[index] = level
+        plain = {str(number): [dict(m) for m in messages] for number, messages in changed.items()}
+        self.transcript.add({"type": "cut", "level": level, "request": index, "markers": markers, "requests": plain})
+
+    def _over(self) -> bool:
+        history = self.history
+        if self.max_history_tokens is not None:
+            assert isinstance(self.brain, TokenCounter)
+            return bool(history) and self.brain.count_tokens(history) > self.max_history_tokens
+        return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
+
+
+def _cut_results(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """Every message fed back to the model after the request (results, objections) replaced by a marker."""
+    kept: list[Message] = messages[:1]
+    markers: list[str] = []
+    for before, message in itertools.pairwise(messages):
+        marker = f"[{_what(before)} cut: {_count(len(message['content']))} characters, {_WHY}]"
+        if message["role"] != "user" or len(message["content"]) <= len(marker):
+            kept.append(message)
+            continue
+        kept.append(Message(role="user", content=marker))
+        markers.append(marker)
+    return kept, markers
+
+
+def _fold(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """The request and its last reply, the steps between them replaced by a marker on the request."""
+    last = next((m for m in reversed(messages[1:]) if m["role"] == "assistant"), None)
+    between = messages[1:-1] if last is messages[-1] else messages[1:]
+    if not between:
+        return messages, []
+    chars = sum(len(m["content"]) for m in between)
+    marker = f"[{len(between)} messages between this request and its last reply cut: {_count(chars)} characters, {_WHY}]"
+    task = Message(role=messages[0]["role"], content=f"{messages[0]['content']}\n{marker}")
+    return [task] + ([] if last is None else [last]), [marker]
+
+
+def _what(before: Message) -> str:
+    """What a message fed back after ``before`` (the model's step) holds, by the step it answers."""
+    step = extract_step(before["content"]).step if before["role"] == "assistant" else None
+    if isinstance(step, Batch):
+        calls = ", ".join(str(ToolCall(tool=c.tool, args=c.args)) for c in step.calls)
+        return f"results of {len(step.calls)} calls ({_clip(calls, _CALL_CHARS * 2)})"
+    if step is not None and step.action == "tool":
+        return f"result of {_clip(str(ToolCall(tool=step.tool, args=step.args)), _CALL_CHARS)}"
+    if step is not None:
+        return "reply to an answer"
+    return "message"
+
+
+def _calls(run: AgentRun[Any]) -> tuple[ToolCall, ...]:
+    from shapeloop.events import ToolCalled
+
+    return tuple(event.call for event in run.events if isinstance(event, ToolCalled))
+
+
+def _turn_entry(turn: Turn) -> dict[str, Any]:
+    run = turn.run
+    return {
+        "type": "turn",
+        "request": turn.request,
+        "stop": run.stop.value,
+        "reason": run.reason,
+        "answer": run.answer,
+        "steps": run.steps,
+        "mode": run.mode.value,
+        "usage": None if run.usage is None else run.usage.to_dict(),
+        "policies": list(run.policies),
+        "interventions": dict(run.interventions),
+        "calls": [{"tool": call.tool, "args": dict(call.args)} for call in turn.calls],
+        "cuts": list(turn.cuts),
+    }
+
+
+def _rebuilt_turn(entry: dict[str, Any], own: list[dict[str, Any]]) -> Turn:
+    usage = entry.get("usage")
+    run: AgentRun[Any] = AgentRun(
+        stop=StopReason(entry["stop"]),
+        reason=entry["reason"],
+        answer=entry["answer"],
+        output=entry["answer"],
+        steps=entry["steps"],
+        mode=Mode(entry["mode"]),
+        usage=None if usage is None else Usage(**{k: v for k, v in usage.items() if k != "total_tokens"}),
+        transcript=Transcript(entries=own),
+        policies=tuple(entry.get("policies", ())),
+        interventions=dict(entry.get("interventions", {})),
+    )
+    calls = tuple(ToolCall(tool=c["tool"], args=c["args"]) for c in entry.get("calls", ()))
+    return Turn(request=entry["request"], run=run, calls=calls, cuts=tuple(entry.get("cuts", ())))
+
+
+def _entry(line: str, path: str | os.PathLike[str], number: int) -> dict[str, Any]:
+    try:
+        entry = json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"{os.fspath(path)}, line {number}: not JSON ({exc}); is it a conversation's log?") from exc
+    if not isinstance(entry, dict) or "type" not in entry:
+        raise ValueError(f"{os.fspath(path)}, line {number}: not an entry of a conversation's log (no 'type')")
+    return entry
+
+
+def _run_options() -> set[str]:
+    return set(inspect.signature(run_agent).parameters)
+
+
+def _count(number: int) -> str:
+    return f"{number:,}".replace(",", " ")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
