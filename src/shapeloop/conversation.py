@@ -288,7 +288,7 @@ def _fold(messages: list[Message]) -> tuple[list[Message], list[str]]:
     if not between:
         return messages, []
     chars = sum(len(m["content"]) for m in between)
-    marker = f"[{len(between)} messages between this request and its last reply cut: {_count(chars)} characters, {_WHY}]"
+    marker = f"[{len(between)} messages of this request before its last reply cut: {_count(chars)} characters, {_WHY}]"
     task = Message(role=messages[0]["role"], content=f"{messages[0]['content']}\n{marker}")
     return [task] + ([] if last is None else [last]), [marker]
 
