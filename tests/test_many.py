@@ -117,7 +117,8 @@ def test_an_exclusive_brain_runs_one_job_at_a_time_even_when_jobs_share_it(exclu
 def test_the_embedded_backend_declares_itself_exclusive_and_a_router_over_it_inherits_that() -> None:
     assert LlamaCppBrain.capabilities.exclusive
     assert RouterBrain(LlamaCppBrain.__new__(LlamaCppBrain), TestBrain()).capabilities.exclusive
-    assert not RouterBrain(TestBrain(), TestBrain()).capabilities.exclusive
+    server = Capabilities(exclusive=False)
+    assert not RouterBrain(ScriptedBrain([], capabilities=server), ScriptedBrain([], capabilities=server)).capabilities.exclusive
 
 
 def test_a_failing_job_is_a_run_with_a_stop_and_the_others_finish() -> None:

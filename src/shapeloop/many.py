@@ -2,20 +2,24 @@
 
 Threads rather than asyncio: a run waits on its server (a socket) or in llama.cpp's C code, both of
 which release the GIL, so one synchronous core serves every backend and nothing is written twice.
-A brain that declares itself ``exclusive`` (one model, one context: the embedded backend) is lent
-to one run at a time, however many jobs share it; brains that talk to a server are asked at once.
+Every exclusive model a job's brain is made of (the brain itself and, through ``members``, every
+brain it asks: a router's, a user's wrapper's) is lent to one run at a time, however many jobs
+share it; brains that talk to a server are asked at once. The workers are daemon threads: a brain
+that never returns cannot keep ``run_many`` (after Ctrl-C) or the process (at exit) waiting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from shapeloop.brain import Brain, Usage, as_brain
+from shapeloop.brain import BaseBrain, Brain, Usage, as_brain
 from shapeloop.events import Event, ModeChanged, ReplyReceived, RunStopped, Sink, StepBegan
 from shapeloop.loop import run_agent
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
@@ -25,6 +29,7 @@ Job = Mapping[str, Any]
 
 _NEEDED = ("brain", "tools", "task")
 _OPTIONS = frozenset(inspect.signature(run_agent).parameters)
+_POLL = 0.1  # seconds between looks at the cancel flag while waiting: Ctrl-C reaches the main thread between them
 
 
 def run_many(
@@ -32,48 +37,50 @@ def run_many(
     *,
     concurrency: int = 4,
     on_done: Callable[[int, AgentRun], None] | None = None,
+    grace_seconds: float = 5.0,
 ) -> list[AgentRun]:
     """Run every job through :func:`~shapeloop.run_agent`, ``concurrency`` at a time.
 
-    A job that raises becomes an :class:`~shapeloop.AgentRun` stopped as ``error`` (the exception
-    in its ``reason``, the events so far in its transcript), so one bad job never loses the batch.
-    Ctrl-C stops every run at its next event, each with its transcript and an ``interrupted``
-    stop; jobs not started yet are returned as ``interrupted`` with no steps.
+    A job that raises (anything, ``SystemExit`` included) becomes an :class:`~shapeloop.AgentRun`
+    stopped as ``error`` (the exception in its ``reason``, the events so far in its transcript), so
+    one bad job never loses the batch. Ctrl-C stops every run at its next event, each with its
+    transcript and an ``interrupted`` stop; jobs not started yet are returned as ``interrupted``
+    with no steps. A run still inside its brain or a tool ``grace_seconds`` after Ctrl-C (or at
+    a second Ctrl-C) is returned as ``interrupted`` with its events so far, and left behind.
 
     Args:
         jobs: mappings of ``run_agent``'s keyword arguments; each needs ``brain``, ``tools`` and
-            ``task``. Jobs may share a brain: an ``exclusive`` one (``Capabilities.exclusive``)
-            runs one of them at a time, the others concurrently.
+            ``task``. Jobs may share a brain: each exclusive model in it (``Capabilities.exclusive``,
+            found through :attr:`~shapeloop.BaseBrain.members`) serves one run at a time.
         concurrency: runs in flight at once (threads).
         on_done: called as ``on_done(index, run)`` when each job ends, one call at a time (a
             progress bar), from the thread that ran it.
+        grace_seconds: after Ctrl-C, how long the runs in flight may take to reach their next event.
 
     Returns:
         One run per job, in the jobs' order.
 
     Raises:
-        ValueError: ``concurrency`` is below 1, or a job is not a mapping, lacks a required key or
-            names an option ``run_agent`` does not take (checked before anything runs).
+        ValueError: ``concurrency`` is below 1, ``grace_seconds`` below 0, or a job is not a mapping,
+            lacks a required key or names an option ``run_agent`` does not take (checked before
+            anything runs).
     """
     batch = _Batch(list(jobs), on_done)
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if not grace_seconds >= 0:
+        raise ValueError(f"grace_seconds must be 0 or more, got {grace_seconds!r}")
     if not batch.jobs:
         return []
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="shapeloop-run")
-    futures: list[Future[AgentRun]] = []
     try:
-        for index in range(len(batch.jobs)):
-            futures.append(pool.submit(batch.run, index))
-        while wait(futures, timeout=0.5).not_done:
-            pass  # short waits: Ctrl-C reaches this thread between them on every platform
+        for n in range(min(concurrency, len(batch.jobs))):
+            threading.Thread(target=batch.work, name=f"shapeloop-run-{n}", daemon=True).start()
+        batch.wait(deadline=None)
     except KeyboardInterrupt:
         batch.cancel.set()  # each run stops at its next event; queued jobs do not start
-    finally:
-        pool.shutdown(wait=True)
-    for future in futures:
-        future.result()  # raises what the caller's on_done raised
-    return [batch.results.get(index) or _not_started(job) for index, job in enumerate(batch.jobs)]
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: return what is there now
+            batch.wait(deadline=time.monotonic() + grace_seconds)
+    return batch.collect()
 
 
 class _Batch:
@@ -84,39 +91,149 @@ class _Batch:
         self.on_done = on_done
         self.cancel = threading.Event()
         self.results: dict[int, AgentRun] = {}
+        self.recorders: dict[int, _Recorder] = {}
+        self._next = iter(range(len(jobs)))
+        self._next_lock = threading.Lock()
         self._done_lock = threading.Lock()
-        # one lock per exclusive brain, keyed by identity (the jobs keep every brain alive)
-        self._locks = {id(job["brain"]): threading.Lock() for job in jobs if _exclusive(job["brain"])}
+        self._collected = False
+        self._raised: list[BaseException] = []  # what on_done raised, raised again to the caller
+        self._locks = _Locks(job["brain"] for job in jobs)
+        self._left = len(jobs)  # jobs not taken by a worker yet
+        self._in_flight = 0  # jobs taken and not ended
+        self._changed = threading.Event()  # a job was taken or ended
 
-    def run(self, index: int) -> AgentRun:
+    def work(self) -> None:
+        """A worker: take the next job until none is left or the batch is cancelled."""
+        while True:
+            with self._next_lock:
+                index = None if self.cancel.is_set() else next(self._next, None)
+                if index is None:
+                    return
+                self._left -= 1
+                self._in_flight += 1
+            try:
+                self.run(index)
+            finally:
+                with self._next_lock:
+                    self._in_flight -= 1
+                self._changed.set()
+
+    def wait(self, *, deadline: float | None) -> None:
+        """Wait until no job runs and none will start (or until the deadline), in short waits, so
+        Ctrl-C reaches this thread between them. Not ``Thread.join``: a KeyboardInterrupt inside it
+        can leave a running thread marked as ended."""
+        while True:
+            self._changed.clear()
+            with self._next_lock:
+                if self._in_flight == 0 and (self._left == 0 or self.cancel.is_set()):
+                    return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            self._changed.wait(_POLL)
+
+    def run(self, index: int) -> None:
         job = self.jobs[index]
-        with self._lent(job["brain"]):
-            run = _not_started(job) if self.cancel.is_set() else self._run(index, job)
-        self.results[index] = run
-        if self.on_done is not None:
-            with self._done_lock:
-                self.on_done(index, run)
-        return run
-
-    @contextmanager
-    def _lent(self, brain: object) -> Iterator[None]:
-        lock = self._locks.get(id(brain))
-        if lock is None:
-            yield
-            return
-        with lock:
-            yield
+        with self._locks.lent(job["brain"], self.cancel) as lent:
+            run = self._run(index, job) if lent and not self.cancel.is_set() else _not_started(job)
+        with self._done_lock:
+            if self._collected:
+                return  # run_many has returned (this run outlived Ctrl-C's grace): nobody is listening
+            self.results[index] = run
+            if self.on_done is not None:
+                try:
+                    self.on_done(index, run)
+                except BaseException as exc:  # noqa: BLE001 - the caller's own error, raised in its thread
+                    self._raised.append(exc)
 
     def _run(self, index: int, job: Job) -> AgentRun:
-        recorder = _Recorder(self.cancel)
+        recorder = self.recorders[index] = _Recorder(self.cancel)
         given = job.get("on_event")
         sinks: list[Sink] = [recorder]
         if given is not None:
             sinks += [given] if callable(given) else list(given)
         try:
             return run_agent(**{**job, "on_event": sinks})
-        except Exception as exc:  # noqa: BLE001 - any failure of a job is that job's stop, not the batch's
-            return _failed(job, index, exc, recorder.events)
+        except BaseException as exc:  # noqa: BLE001 - any failure of a job (SystemExit too) is that job's stop
+            return _failed(job, index, exc, recorder.snapshot())
+
+    def collect(self) -> list[AgentRun]:
+        """One run per job, in order: what ended, and the rest as interrupted."""
+        with self._done_lock:
+            self._collected = True
+            results = dict(self.results)
+        if self._raised:
+            raise self._raised[0]
+        runs = []
+        for index, job in enumerate(self.jobs):
+            recorder = self.recorders.get(index)
+            if index in results:
+                runs.append(results[index])
+            elif recorder is not None:
+                runs.append(_abandoned(job, recorder.snapshot()))
+            else:
+                runs.append(_not_started(job))
+        return runs
+
+
+class _Locks:
+    """One lock for each exclusive model the jobs' brains are made of, keyed by the model's identity."""
+
+    def __init__(self, brains: Iterable[object]) -> None:
+        self._held: dict[int, tuple[object, threading.Lock]] = {}  # the object is kept so its id stays its own
+        self._of: dict[int, list[threading.Lock]] = {}
+        order = itertools.count()
+        rank: dict[int, int] = {}
+        for brain in brains:
+            if id(brain) in self._of:
+                continue
+            models = exclusive_models(brain)
+            for model in models:
+                if id(model) not in self._held:
+                    self._held[id(model)] = (model, threading.Lock())
+                    rank[id(model)] = next(order)
+            # taken in one global order, so two jobs that need the same two models cannot deadlock
+            self._of[id(brain)] = [self._held[id(m)][1] for m in sorted(models, key=lambda m: rank[id(m)])]
+
+    @contextmanager
+    def lent(self, brain: object, cancel: threading.Event) -> Iterator[bool]:
+        """Hold every lock ``brain`` needs; yields False when the batch was cancelled while waiting."""
+        with ExitStack() as stack:
+            for lock in self._of.get(id(brain), ()):
+                while not lock.acquire(timeout=_POLL):
+                    if cancel.is_set():
+                        yield False
+                        return
+                stack.callback(lock.release)
+            yield True
+
+
+def exclusive_models(brain: Brain | Callable[..., Any] | object) -> list[object]:
+    """The objects in ``brain`` that must serve one run at a time: ``brain`` itself and every brain it
+    names in :attr:`~shapeloop.BaseBrain.members` (at any depth) that declares itself exclusive.
+
+    A plain function is its own model: exclusive, as :class:`~shapeloop.brain.FunctionBrain` declares
+    by default. Each object is named once; a cycle of members is walked once.
+    """
+    found: dict[int, object] = {}
+    seen: set[int] = set()
+    pending: list[object] = [brain]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if _exclusive(item):
+            found[id(item)] = item
+        if isinstance(item, BaseBrain):
+            pending.extend(reversed(list(item.members)))
+    return list(found.values())
+
+
+def _exclusive(brain: object) -> bool:
+    try:
+        return as_brain(brain).capabilities.exclusive  # type: ignore[arg-type]
+    except TypeError:
+        return False  # not a brain at all: its run fails, and says so, as a stop of its own
 
 
 class _Recorder:
@@ -134,6 +251,10 @@ class _Recorder:
             # the loop turns this into an `interrupted` stop with the transcript so far, as for Ctrl-C
             raise KeyboardInterrupt
 
+    def snapshot(self) -> tuple[Event, ...]:
+        """The events so far (the run's thread may still be adding to them)."""
+        return tuple(self.events)
+
 
 def _check(index: int, job: object) -> None:
     if not isinstance(job, Mapping):
@@ -146,33 +267,36 @@ def _check(index: int, job: object) -> None:
         raise ValueError(f"job {index} has {', '.join(unknown)}, which run_agent does not take")
 
 
-def _exclusive(brain: Brain | Callable[..., Any]) -> bool:
-    try:
-        return as_brain(brain).capabilities.exclusive
-    except TypeError:
-        return False  # not a brain at all: its run fails, and says so, as a stop of its own
-
-
 def _not_started(job: Job) -> AgentRun:
-    reason = "interrupted by the user (Ctrl-C) before the run started"
-    transcript = Transcript()
-    stopped = RunStopped(step=0, stop=StopReason.INTERRUPTED, reason=reason)
-    transcript.add_event(stopped)
-    return AgentRun(stop=StopReason.INTERRUPTED, reason=reason, answer=None, steps=0, mode=_mode(job, ()),
-                    usage=None, transcript=transcript, events=(stopped,))  # fmt: skip
+    return _stopped(job, (), StopReason.INTERRUPTED, "interrupted by the user (Ctrl-C) before the run started")
 
 
-def _failed(job: Job, index: int, exc: Exception, seen: Sequence[Event]) -> AgentRun:
-    reason = f"job {index} raised {type(exc).__name__}: {exc}"
+def _abandoned(job: Job, seen: Sequence[Event]) -> AgentRun:
     step = max((e.step for e in seen), default=0)
-    stopped = RunStopped(step=step, stop=StopReason.ERROR, reason=reason)
+    reason = (
+        f"interrupted by the user (Ctrl-C) during step {step}; the run did not reach its next event in time "
+        "(its brain or a tool did not return) and was left behind"
+    )
+    return _stopped(job, seen, StopReason.INTERRUPTED, reason)
+
+
+def _failed(job: Job, index: int, exc: BaseException, seen: Sequence[Event]) -> AgentRun:
+    reason = f"job {index} raised {type(exc).__name__}: {exc}"
+    return _stopped(job, seen, StopReason.ERROR, reason, error=repr(exc))
+
+
+def _stopped(job: Job, seen: Sequence[Event], stop: StopReason, reason: str, *, error: str | None = None) -> AgentRun:
+    """A run that ``run_agent`` did not return: its events so far, an ``error`` entry, and its stop."""
+    step = max((e.step for e in seen), default=0)
+    stopped = RunStopped(step=step, stop=stop, reason=reason)
     events = (*seen, stopped)
     transcript = Transcript()
     for event in events:
         transcript.add_event(event)
-    transcript.entries.append({"type": "error", "step": step, "error": repr(exc)})
+    if error is not None:
+        transcript.add({"type": "error", "step": step, "error": error})
     usages = [e.usage for e in seen if isinstance(e, ReplyReceived) and e.usage is not None]
-    return AgentRun(stop=StopReason.ERROR, reason=reason, answer=None, steps=step, mode=_mode(job, seen),
+    return AgentRun(stop=stop, reason=reason, answer=None, steps=step, mode=_mode(job, seen),
                     usage=sum(usages, Usage()) if usages else None, transcript=transcript,
                     events=events)  # fmt: skip
 

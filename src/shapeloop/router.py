@@ -28,6 +28,11 @@ class RouterBrain(BaseBrain):
         self.escalate_after = escalate_after
         self.capabilities = _shared(primary.capabilities, fallback.capabilities)
 
+    @property
+    def members(self) -> tuple[Brain, Brain]:
+        """The two brains it routes between (``run_many`` locks each exclusive one on its own)."""
+        return (self.primary, self.fallback)
+
     def route(self, request: Request) -> Brain:
         """The brain that answers ``request``."""
         return self.fallback if request.repeats >= self.escalate_after else self.primary

@@ -88,7 +88,7 @@ class InstructorBrain(BaseBrain):
         self.temperature = temperature
         self._models: dict[str, type[BaseModel]] = {}
 
-    capabilities = Capabilities(schema=SchemaSupport.FULL)
+    capabilities = Capabilities(schema=SchemaSupport.FULL, exclusive=False)  # a server takes concurrent requests
 
     def close(self) -> None:
         """Close the client this brain made (a client passed in stays its owner's to close)."""

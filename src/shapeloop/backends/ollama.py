@@ -73,7 +73,7 @@ class OllamaBrain(BaseBrain):
         self.retries = retries
         self._sleep = sleep
 
-    capabilities = Capabilities(native_tools=True)
+    capabilities = Capabilities(native_tools=True, exclusive=False)  # a server takes concurrent requests
 
     def close(self) -> None:
         """Close the HTTP connections."""

@@ -73,7 +73,7 @@ class OpenAIBrain(BaseBrain):
         dialects: the ``response_format`` dialects still to try, the one that worked first.
     """
 
-    capabilities = Capabilities(native_tools=True)
+    capabilities = Capabilities(native_tools=True, exclusive=False)  # a server takes concurrent requests
 
     def __init__(
         self,
