@@ -14,6 +14,7 @@ from shapeloop.brain import (
     ScriptedBrain,
     Usage,
 )
+from shapeloop.conversation import Conversation, Turn
 from shapeloop.doubles import TestBrain
 from shapeloop.errors import (
     BackendError,
@@ -79,6 +80,7 @@ __all__ = [
     "ConsoleSink",
     "Constraint",
     "ContextOverflow",
+    "Conversation",
     "Event",
     "Extraction",
     "Finish",
@@ -116,6 +118,7 @@ __all__ = [
     "Toolbox",
     "Transcript",
     "TranscriptError",
+    "Turn",
     "UnknownModel",
     "Usage",
     "UsageError",
