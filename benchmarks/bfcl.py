@@ -1,0 +1,285 @@
+"""BFCL, the Berkeley Function Calling Leaderboard, through shapeloop: any backend, any policy set,
+scored by BFCL's own checkers from the pinned ``bfcl-eval`` wheel (``benchmarks.bfcl_data``).
+
+    python -m benchmarks.bfcl --category live_multiple --limit 20 --model qwen2.5-coder-0.5b
+    python -m benchmarks.bfcl --sample tune --columns raw,plain,default --resume
+    python -m benchmarks.bfcl --quick                     # 5 items each of 3 categories (CI)
+    python -m benchmarks.bfcl --merge                     # rebuild measurements/bfcl.json from the records
+
+Columns: ``raw`` (the model asked once: the functions' JSON in the system prompt, the reply
+constrained to a list of calls or an answer; no loop, no policies), ``native`` (the plain loop
+through the backend's native tool calls, where it has them), and any policy set for the loop:
+``plain`` (no policies), ``default`` (the preset), or ``name1,name2`` (``--policies`` adds one).
+
+Every item's record is appended to a JSON Lines file as the item ends
+(``measurements/bfcl/<model>/<column>.jsonl``), so a stopped run keeps what it measured and
+``--resume`` skips what is done; ``--shard K/N`` runs every N-th item from the K-th; the merge step
+builds ``measurements/bfcl.json`` from every record there.
+
+The split. Tune categories, on which any prompt, policy or mechanism may be chosen:
+``live_multiple``, ``live_irrelevance``, ``live_parallel``, ``live_parallel_multiple``,
+``live_relevance``, ``parallel``, ``parallel_multiple``, and ``multi_turn_base`` entries 100-199.
+The tune sample (``--sample tune``): 40 items each of ``live_multiple``, ``live_irrelevance``,
+``parallel`` and ``parallel_multiple`` (a fixed stride over each category: indices ``i * n // 40``),
+all of ``live_parallel``, ``live_parallel_multiple`` and ``live_relevance`` (216 single-turn items in
+all), and ``multi_turn_base`` 100-119. Report categories, run only to report a finished round and
+never used to choose anything (``--sample report``): the first 40 of ``simple_python``,
+``multiple``, ``irrelevance`` and ``live_simple``, and ``multi_turn_base`` 0-19. The project is
+also measured on data it does not see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import bfcl_data
+from benchmarks.bfcl_data import BFCL_WHEEL, CATEGORIES, Item
+from benchmarks.bfcl_run import run_item
+from benchmarks.common import MEASUREMENTS, machine, model_info, write
+from shapeloop import Brain
+
+RECORDS = MEASUREMENTS / "bfcl"
+DEFAULT_COLUMNS = "raw,plain,default"
+CONTEXT = 8192  # live_multiple offers up to ~30 long function docs
+
+
+def make_brain(backend: str, model: str, base_url: str | None, context: int) -> Brain:
+    """The model on the chosen backend."""
+    from shapeloop import backends
+
+    return backends.create(backend, model, base_url=base_url, context=context if backend == "llamacpp" else None)
+
+
+def plan(args: argparse.Namespace) -> list[Item]:
+    """The items to run, in category order: a sample or the categories, then ``--ids``, ``--limit``, ``--shard``."""
+    chosen: dict[str, list[int] | None] = {}
+    if args.sample:
+        chosen = dict(bfcl_data.sample(args.sample).items())
+    wanted = [c for spec in args.category or [] for c in spec.split(",") if c]
+    for category in wanted:
+        if category not in CATEGORIES:
+            raise SystemExit(f"unknown category {category!r}: choose from {', '.join(CATEGORIES)}")
+    if wanted:
+        chosen = {c: chosen.get(c) for c in wanted} if args.sample else dict.fromkeys(wanted)
+    if not chosen:
+        raise SystemExit("say what to run: --category NAME (repeatable, or a comma list), --sample, or --quick")
+    indices, names = bfcl_data.parse_ids(args.ids or "")
+    out = []
+    for category, picked in chosen.items():
+        every = bfcl_data.items(category)
+        some = every if picked is None else [every[i] for i in picked]
+        if args.ids:
+            some = [i for i in some if i.index in indices or i.id in names]
+        out += some[: args.limit] if args.limit else some
+    return bfcl_data.shard(out, args.shard) if args.shard else out
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a model or column name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "+", text).strip("+") or "_"
+
+
+def records_file(out: Path, model: str, column: str, shard: str | None) -> Path:
+    """Where a column's records go: one file per model and column (and shard)."""
+    suffix = f".{shard.replace('/', 'of')}" if shard else ""
+    return out / slug(model) / f"{slug(column)}{suffix}.jsonl"
+
+
+def read_records(folder: Path) -> Iterator[dict[str, Any]]:
+    """Every record under ``folder``, file by file, in the order written; a torn last line is skipped."""
+    for path in sorted(folder.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                yield json.loads(line)
+
+
+def done_ids(out: Path, model: str, column: str) -> set[str]:
+    """The items a model and column already have a record for, in any shard."""
+    folder = out / slug(model)
+    if not folder.is_dir():
+        return set()
+    return {r["id"] for r in read_records(folder) if r.get("column") == column and r.get("model") == model}
+
+
+class Progress:
+    """One line on stderr: items done, time, and the running accuracy of each column."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.started = max(total, 1), 0, time.monotonic()
+        self.right: dict[str, list[int]] = {}
+
+    def step(self, column: str, valid: bool) -> None:
+        self.done += 1
+        tally = self.right.setdefault(column, [0, 0])
+        tally[0] += int(valid)
+        tally[1] += 1
+        elapsed = time.monotonic() - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        accuracy = "  ".join(f"{c} {r}/{n} ({100 * r / n:.0f}%)" for c, (r, n) in self.right.items())
+        end = "\n" if self.done >= self.total else ""
+        print(f"\rbfcl {self.done}/{self.total} {elapsed:.0f}s, ~{left:.0f}s left  {accuracy}", end=end,
+              file=sys.stderr, flush=True)  # fmt: skip
+
+
+def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str]) -> None:
+    """Run every item in every column, appending each record as it ends."""
+    bfcl_meta = {"version": BFCL_WHEEL.version, "sha256": BFCL_WHEEL.sha256}
+    meta = {"machine": machine(), "bfcl": bfcl_meta, "model_info": model_info(args.model), "backend": args.backend}
+    done = {c: done_ids(args.out, args.model, c) if args.resume else set() for c in columns}
+    todo = [(item, c) for item in items for c in columns if item.id not in done[c]]
+    skipped = len(items) * len(columns) - len(todo)
+    if skipped:
+        print(f"--resume: {skipped} item runs already recorded, {len(todo)} to go", file=sys.stderr)
+    if not todo:
+        return
+    brain = make_brain(args.backend, args.model, args.base_url, args.context)
+    progress = Progress(len(todo))
+    try:
+        for item, column in todo:
+            record = run_item(brain, item, column, max_steps=args.max_steps)
+            record = {"id": item.id, "category": item.category, "index": item.index, "column": column,
+                      "model": args.model, "max_steps": args.max_steps, "context": args.context,
+                      "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                      **record, **meta}  # fmt: skip
+            path = records_file(args.out, args.model, column, args.shard)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            progress.step(column, bool(record["valid"]))
+    finally:
+        with contextlib.suppress(Exception):
+            brain.close()
+
+
+def latest(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last record of each (model, backend, column, item): a rerun replaces the earlier one."""
+    by_key = {(r["model"], r.get("backend"), r["column"], r["id"]): r for r in records}
+    return list(by_key.values())
+
+
+def split_of(record: dict[str, Any], samples: dict[str, dict[str, set[int]]]) -> str:
+    """``tune`` or ``report`` when the item is in that sample, else ``other``."""
+    for name, chosen in samples.items():
+        if record["index"] in chosen.get(record["category"], set()):
+            return name
+    return "other"
+
+
+def summarise(records: Sequence[dict[str, Any]], samples: dict[str, dict[str, set[int]]]) -> list[dict[str, Any]]:
+    """Accuracy, seconds and tokens per (model, backend, column, split, category)."""
+    groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["model"], r.get("backend", ""), r["column"], split_of(r, samples), r["category"]),
+                          []).append(r)  # fmt: skip
+    out = []
+    for (model, backend, column, split, category), rows in sorted(groups.items()):
+        tokens = [r["usage"]["total_tokens"] for r in rows if r.get("usage")]
+        strict = [r["strict_valid"] for r in rows if "strict_valid" in r]
+        out.append({
+            "model": model, "backend": backend, "column": column, "split": split, "category": category,
+            "items": len(rows), "right": sum(bool(r["valid"]) for r in rows),
+            "accuracy": round(sum(bool(r["valid"]) for r in rows) / len(rows), 4),
+            "strict_accuracy": round(sum(strict) / len(strict), 4) if strict else None,
+            "mean_seconds": round(sum(r["seconds"] for r in rows) / len(rows), 2),
+            "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
+            "ids": sorted((r["id"] for r in rows), key=lambda i: (len(i), i)),
+        })  # fmt: skip
+    return out
+
+
+def merge(folder: Path = RECORDS) -> Path:
+    """Build ``bfcl.json`` beside ``folder`` (``measurements/bfcl.json``) from every record under it."""
+    records = latest(read_records(folder))
+    samples = {n: {c: set(v) for c, v in bfcl_data.sample(n).items()} for n in ("tune", "report")}
+    tune_ids = {c: [bfcl_data.items(c)[i].id for i in v] for c, v in bfcl_data.sample("tune").items()}
+    models = sorted({r["model"] for r in records})
+    return write("bfcl", {
+        "benchmark": "bfcl", "bfcl": {"package": BFCL_WHEEL.package, "version": BFCL_WHEEL.version,
+                                      "sha256": BFCL_WHEEL.sha256},
+        "models": [model_info(m) for m in models], "records_folder": str(folder.relative_to(MEASUREMENTS.parent))
+        if folder.is_relative_to(MEASUREMENTS.parent) else str(folder),
+        "tune_sample": tune_ids, "summaries": summarise(records, samples),
+    }, folder.parent)  # fmt: skip
+
+
+def table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """Accuracy per category and column, as a Markdown table."""
+    categories = [c for c in CATEGORIES if any(r["category"] == c for r in records)]
+    lines = ["| category | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
+    for category in categories:
+        cells = []
+        for column in columns:
+            rows = [r for r in records if r["category"] == category and r["column"] == column]
+            right = sum(bool(r["valid"]) for r in rows)
+            cell = f"{100 * right / len(rows):.0f}% ({right}/{len(rows)}, {_mean(rows):.1f} s)" if rows else "-"
+            strict = [r["strict_valid"] for r in rows if "strict_valid" in r]
+            cells.append(cell + (f", strict {sum(strict)}/{len(strict)}" if strict else ""))
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mean(rows: Sequence[dict[str, Any]]) -> float:
+    return sum(r["seconds"] for r in rows) / len(rows)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bfcl", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--category", action="append", help="a category (repeatable, or a comma list)")
+    parser.add_argument("--sample", choices=["tune", "report", "quick"], help="a fixed sample (see the split above)")
+    parser.add_argument("--quick", action="store_true", help="--sample quick: 5 items each of 3 tune categories")
+    parser.add_argument("--ids", help="only these: indices, ranges or BFCL ids, e.g. 100-119 or live_multiple_3-2-0")
+    parser.add_argument("--limit", type=int, help="at most N items per category")
+    parser.add_argument("--shard", help="K/N: every N-th item, from the K-th")
+    parser.add_argument("--columns", default=DEFAULT_COLUMNS,
+                        help=f"comma list of raw, native, plain, default (default {DEFAULT_COLUMNS})")  # fmt: skip
+    parser.add_argument("--policies", action="append", help="one more column: plain, default or NAME,NAME")
+    parser.add_argument("--backend", choices=["llamacpp", "ollama", "openai"], default="llamacpp")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--base-url", help="the server, for --backend ollama or openai")
+    parser.add_argument("--context", type=int, default=CONTEXT, help=f"llamacpp context window (default {CONTEXT})")
+    parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
+    parser.add_argument("--resume", action="store_true", help="skip items that already have a record")
+    parser.add_argument("--out", type=Path, default=RECORDS, help="folder for the records (default measurements/bfcl)")
+    parser.add_argument("--merge", action="store_true", help="only rebuild measurements/bfcl.json from the records")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sample = "quick"
+    return args
+
+
+def columns_of(args: argparse.Namespace) -> list[str]:
+    """The columns: ``--columns`` (raw, native, plain, default), then each ``--policies`` list as one
+    column of its own (a policy list has commas, so it has its own flag)."""
+    simple = [c for c in args.columns.split(",") if c] if args.columns else []
+    return list(dict.fromkeys([*simple, *(args.policies or [])]))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    if args.merge:
+        print(f"wrote {merge(args.out)}")
+        return
+    bfcl_data.load(say=lambda line: print(line, file=sys.stderr))
+    items = plan(args)
+    columns = columns_of(args)
+    print(f"bfcl: {len(items)} items x {len(columns)} columns ({', '.join(columns)}) on {args.model}", file=sys.stderr)
+    run(args, items, columns)
+    wanted = {i.id for i in items}
+    mine = [r for r in latest(read_records(args.out / slug(args.model)))
+            if r["id"] in wanted and r["column"] in columns and r["model"] == args.model]  # fmt: skip
+    print(table(mine, columns))
+    print(f"wrote {merge(args.out)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""Run one BFCL item through a column: the raw one-call baseline, or the loop with a policy set.
+
+Single-turn functions have no implementation in BFCL: a call made to one is recorded and answered
+with :data:`NO_RESULT`, and the calls the run made are its answer. Multi-turn items call BFCL's API
+classes for real, through BFCL's own executor, so the state carries from call to call and turn to
+turn; each turn is a run that continues the previous one (``history=``).
+
+Every column runs with ``batch=True``: the model may make one call or several in a step, in every
+category, so the category never tells the loop the answer's shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.bfcl_data import Item, json_schema, load
+from benchmarks.bfcl_score import Call, call_string, forget, score_multi, score_single
+from shapeloop import AgentRun, Brain, Message, Request, Tool, ToolFailure, run_agent
+from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
+
+NO_RESULT = "done: the call was made (this function returns no data)"
+LOCK = "bfcl"  # one lock key for every tool: calls run one at a time, in the model's order
+RAW_PROMPT = """You can call these functions:
+{functions}
+
+Reply with one JSON object: {{"calls": [{{"name": "<function name>", "arguments": {{...}}}}, ...]}} to call \
+one function or several, or {{"answer": "..."}} to answer directly when the question needs no function or \
+none of them fits."""
+
+
+@dataclass(kw_only=True)
+class Made:
+    """The calls a run's tools received, with the step each came in."""
+
+    calls: list[tuple[int, Call]] = field(default_factory=list)
+    step: int = 0
+
+    def on_event(self, event: Event) -> None:
+        """Note the step in progress (a sink for ``run_agent``)."""
+        if isinstance(event, StepBegan):
+            self.step = event.step
+
+
+def _tool(doc: Mapping[str, Any], fn: Callable[..., str]) -> Tool:
+    return Tool(name=doc["name"], description=doc.get("description", ""), parameters=json_schema(doc["parameters"]),
+                fn=fn, lock_key=LOCK)  # fmt: skip
+
+
+def single_tools(item: Item, made: Made) -> list[Tool]:
+    """The item's functions as tools that record each call and return :data:`NO_RESULT`."""
+
+    def recorder(name: str) -> Callable[..., str]:
+        def record(**args: Any) -> str:
+            made.calls.append((made.step, (name, args)))
+            return NO_RESULT
+
+        return record
+
+    return [_tool(doc, recorder(doc["name"])) for doc in item.functions]
+
+
+def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
+    """The item's API functions as tools that run on BFCL's API-class instances for ``session``."""
+    bfcl = load()
+
+    def runner(name: str) -> Callable[..., str]:
+        def run(**args: Any) -> str:
+            try:
+                text = call_string(name, args)
+            except ValueError as exc:
+                raise ToolFailure(f"{exc}: every argument name must be a parameter of {name}") from exc
+            made.calls.append((made.step, (name, args)))
+            results, _ = bfcl.execute(func_call_list=[text], initial_config=item.initial_config,
+                                      involved_classes=item.involved_classes, model_name=session,
+                                      test_entry_id=item.id, long_context=False, is_evaL_run=False)  # fmt: skip
+            return results[0]
+
+        return run
+
+    return [_tool(doc, runner(doc["name"])) for doc in item.functions]
+
+
+def loop_options(column: str) -> dict[str, Any]:
+    """``run_agent``'s keywords for a column: ``native`` (the plain loop, native tool calls where the
+    backend has them), ``plain``, ``default`` or ``name1,name2``."""
+    if column == "native":
+        return {**loop_options("plain"), "mode": "native"}
+    # Until the loop's policies land (run_agent(policies=...)), the plain loop is the nearest there is:
+    # the grounding checks off. Remove this branch once every checkout has policies.
+    if "policies" not in inspect.signature(run_agent).parameters:
+        return {"ground_ids": False, "ground_values": False} if column == "plain" else {}
+    from shapeloop.policies import resolve  # type: ignore[import-not-found,unused-ignore]
+
+    return {"policies": resolve(column)}
+
+
+def _split(turn: Sequence[Mapping[str, str]]) -> tuple[str | None, list[Message], str]:
+    """A BFCL turn as (system text, earlier messages, the last user message)."""
+    system = "\n\n".join(m["content"] for m in turn if m["role"] == "system") or None
+    rest = [Message(role=m["role"], content=m["content"]) for m in turn if m["role"] != "system"]  # type: ignore[typeddict-item]
+    return system, rest[:-1], rest[-1]["content"]
+
+
+def _run_facts(run: AgentRun[Any], seconds: float) -> dict[str, Any]:
+    proposed = sum(isinstance(e, (ToolCalled, CallRefused)) for e in run.events)
+    return {
+        "stop": run.stop.value, "reason": run.reason, "answer": run.answer, "steps": run.steps,
+        "mode": run.mode.value, "usage": run.usage.to_dict() if run.usage else None,
+        "policies": list(getattr(run, "policies", ()) or ()) or None,
+        "interventions": dict(getattr(run, "interventions", {}) or {}) or None,
+        "proposed": proposed, "seconds": round(seconds, 3),
+    }  # fmt: skip
+
+
+def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
+    """A single-turn item through the loop; its record (the score and how the run went)."""
+    made = Made()
+    system, history, task = _split(item.turns[0])
+    started = time.perf_counter()
+    run = run_agent(brain, single_tools(item, made), task, batch=True, max_steps=max_steps, system=system,
+                    history=history or None, on_event=made.on_event, **loop_options(column))  # fmt: skip
+    facts = _run_facts(run, time.perf_counter() - started)
+    calls = [call for _, call in made.calls]
+    return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"]), **facts}
+
+
+def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
+    """A multi-turn item through the loop, turn by turn, each turn continuing the last; its record."""
+    session = f"shapeloop_live_{uuid.uuid4().hex}"
+    made = Made()
+    tools = multi_tools(item, made, session)
+    history: list[Message] = []
+    turns: list[list[list[str]]] = []
+    per_turn = []
+    started = time.perf_counter()
+    try:
+        for turn in item.turns:
+            made.calls.clear()
+            system, earlier, task = _split(turn)
+            begun = time.perf_counter()
+            run = run_agent(brain, tools, task, batch=True, max_steps=max_steps, system=system,
+                            history=[*history, *earlier] or None, on_event=made.on_event,
+                            **loop_options(column))  # fmt: skip
+            history = run.messages
+            turns.append(_by_step(made.calls))
+            per_turn.append(_run_facts(run, time.perf_counter() - begun))
+    finally:
+        forget(session)
+    seconds = time.perf_counter() - started
+    return {**score_multi(item, turns), **_totals(per_turn, seconds), "turns": per_turn}
+
+
+def _by_step(calls: Sequence[tuple[int, Call]]) -> list[list[str]]:
+    steps: dict[int, list[str]] = {}
+    for step, (name, args) in calls:
+        steps.setdefault(step, []).append(call_string(name, args))
+    return list(steps.values())
+
+
+def _totals(per_turn: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, Any]:
+    usages = [t["usage"] for t in per_turn if t["usage"]]
+    usage = {key: sum(u[key] for u in usages) for key in usages[0]} if usages else None
+    return {"stop": per_turn[-1]["stop"] if per_turn else None, "steps": sum(t["steps"] for t in per_turn),
+            "proposed": sum(t["proposed"] for t in per_turn), "usage": usage, "seconds": round(seconds, 3),
+            "policies": per_turn[0]["policies"] if per_turn else None,
+            "interventions": _sum_counts([t["interventions"] or {} for t in per_turn]) or None}  # fmt: skip
+
+
+def _sum_counts(counts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for one in counts:
+        for key, value in one.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def raw_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+    """A list of calls (each variant one function: its name fixed, its own arguments) or an answer;
+    the call variants are built as ``benchmarks.raw`` builds them."""
+    variants = [
+        {"type": "object", "properties": {"name": {"const": t.name}, "arguments": {"type": "object",
+         "additionalProperties": False, **dict(t.parameters)}}, "required": ["name", "arguments"],
+         "additionalProperties": False}
+        for t in tools
+    ]  # fmt: skip
+    calls = {"type": "object", "required": ["calls"], "additionalProperties": False,
+             "properties": {"calls": {"type": "array", "items": {"anyOf": variants}, "minItems": 1}}}  # fmt: skip
+    answer = {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}}, "required": ["answer"],
+              "additionalProperties": False}  # fmt: skip
+    return {"anyOf": [calls, answer]}
+
+
+def _raw_system(tools: Sequence[Tool], extra: str | None) -> str:
+    functions = "\n".join(
+        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}) for t in tools
+    )
+    return RAW_PROMPT.format(functions=functions) + (f"\n\n{extra}" if extra else "")
+
+
+def _ask_raw(brain: Brain, messages: list[Message], schema: dict[str, Any]) -> tuple[list[Call], str | None, Any]:
+    reply = brain.ask(Request(messages=messages, schema=schema))
+    try:
+        data = json.loads(reply.text)
+    except ValueError:
+        data = None
+    data = data if isinstance(data, dict) else {}
+    answer = data["answer"] if isinstance(data.get("answer"), str) else None
+    calls = [(c["name"], c["arguments"]) for c in data.get("calls") or []
+             if isinstance(c, dict) and isinstance(c.get("name"), str)
+             and isinstance(c.get("arguments"), dict)]  # fmt: skip
+    return calls, answer, reply
+
+
+def _reply_facts(reply: Any, text_ok: bool, seconds: float) -> dict[str, Any]:
+    return {"stop": "answered" if text_ok else "called", "steps": 1, "reply": reply.text,
+            "usage": reply.usage.to_dict() if reply.usage else None, "seconds": round(seconds, 3)}  # fmt: skip
+
+
+def run_raw(brain: Brain, item: Item) -> dict[str, Any]:
+    """A single-turn item asked once (no loop, no policies); its record."""
+    tools = single_tools(item, Made())
+    system, history, task = _split(item.turns[0])
+    messages = [
+        Message(role="system", content=_raw_system(tools, system)),
+        *history,
+        Message(role="user", content=task),
+    ]
+    started = time.perf_counter()
+    calls, answer, reply = _ask_raw(brain, messages, raw_schema(tools))
+    facts = _reply_facts(reply, answer is not None, time.perf_counter() - started)
+    return {**score_single(item, calls, answer=answer, proposed=len(calls)), **facts, "proposed": len(calls)}
+
+
+def run_raw_multi(brain: Brain, item: Item) -> dict[str, Any]:
+    """A multi-turn item asked once per turn: the calls of each reply run on BFCL's API classes, but
+    the model never sees a result, only its own earlier replies; its record."""
+    session = f"shapeloop_raw_{uuid.uuid4().hex}"
+    made = Made()
+    tools = multi_tools(item, made, session)
+    schema = raw_schema(tools)
+    messages: list[Message] = [Message(role="system", content=_raw_system(tools, None))]
+    turns: list[list[list[str]]] = []
+    per_turn = []
+    started = time.perf_counter()
+    try:
+        for turn in item.turns:
+            _, earlier, task = _split(turn)
+            messages += [*earlier, Message(role="user", content=task)]
+            begun = time.perf_counter()
+            calls, answer, reply = _ask_raw(brain, messages, schema)
+            messages.append(Message(role="assistant", content=reply.text))
+            made.calls.clear()
+            by_name = {t.name: t for t in tools}
+            for name, args in calls:
+                if name not in by_name:
+                    continue  # not one of the functions: nothing to run
+                with contextlib.suppress(ToolFailure):  # a call BFCL's decoder would not parse is not made
+                    by_name[name].fn(**args)
+            turns.append(_by_step(made.calls))
+            per_turn.append({**_reply_facts(reply, answer is not None, time.perf_counter() - begun),
+                             "proposed": len(calls), "policies": None, "interventions": None})  # fmt: skip
+    finally:
+        forget(session)
+    return {**score_multi(item, turns), **_totals(per_turn, time.perf_counter() - started), "turns": per_turn}
+
+
+def run_item(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
+    """One item in one column: ``raw``, or a policy set for the loop (``plain``, ``default``, ``a,b``)."""
+    if column == "raw":
+        return run_raw_multi(brain, item) if item.multi_turn else run_raw(brain, item)
+    if item.multi_turn:
+        return run_loop_multi(brain, item, column, max_steps=max_steps)
+    return run_loop(brain, item, column, max_steps=max_steps)
