@@ -23,6 +23,9 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
+from shapeloop.policies.ranking import ToolRanking
+from shapeloop.policies.recovery import Recovery
+from shapeloop.policies.state import StateLine
 
 PLAIN: tuple[Policy, ...] = ()
 """The plain loop: no help beyond the step, the extractor, repeats, the acceptor and the guards."""
@@ -38,7 +41,9 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor})
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
+    {"fit-floor": FitFloor, "tool-ranking": ToolRanking, "recovery": Recovery}
+)
 
 
 def available() -> list[str]:
@@ -78,9 +83,12 @@ __all__ = [
     "FitFloor",
     "Objection",
     "Policy",
+    "Recovery",
     "Refusal",
     "RunView",
+    "StateLine",
     "StepShape",
+    "ToolRanking",
     "available",
     "resolve",
 ]

@@ -61,7 +61,7 @@ def _mean(values: Sequence[float]) -> float:
     return fmean(values) if values else 0.0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class FitFloor(Policy):
     """Answer without a call at the first step where no tool fits the task (the model's likelihoods).
 
