@@ -105,56 +105,40 @@ def run_agent(
     """Run a task to an answer or to a stop with a reason.
 
     Args:
-        brain: the model: a :class:`~shapeloop.Brain` (capabilities, ``ask(request) -> Reply``,
-            ``close()``), or a plain function ``fn(messages, schema) -> str``.
+        brain: a :class:`~shapeloop.Brain`, or a function ``fn(messages, schema) -> str``.
         tools: the tools the model may call.
         task: what the user asks.
         max_steps: steps before the run stops as ``max_steps``.
         max_result_chars: tool results longer than this are cut, with a marker.
         stuck_limit: repeats of one identical call (or barren reply) that stop the run.
-        accept_answer: ``accept_answer(answer)`` returns True, or an objection that is put to the
-            model (it costs a step). Only the caller can tell a finished task from a model that
-            gave up. It receives the text, or the validated object when ``output_type`` is given.
-            It is asked last, after every policy's ``check_answer``.
+        accept_answer: ``accept_answer(answer)`` returns True, or an objection put to the model (it
+            costs a step); asked last, after the policies. It gets the text, or the typed object.
         approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
             False / a reason for refusing. Without it such tools are denied.
         on_event: a sink, or several, called with every event as it happens.
         system: extra instructions appended to the system prompt.
-        allow_tools: if given, only these tools are offered.
-        deny_tools: tools never offered nor run; deny wins over allow.
-        max_tokens: stop as ``budget`` once this many tokens are used.
-        max_seconds: stop as ``budget`` once this much wall time has passed, also in the middle
-            of a model or tool call (the call is abandoned: its thread cannot be killed, so it
-            runs on in the background and its result is dropped).
-        mode: ``constrained`` (the default; falls back to prose if the backend declares no
-            schema support, refuses the schema or ignores it), ``prose`` from the start, or
-            ``native`` (the backend's own tool calls; falls back to constrained, then prose).
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema; with
-            ``output_type`` or ``batch``, every tool's arguments opened to any object); a brain
-            that declares flat schemas only gets the flat one.
+        allow_tools: if given, only these tools are offered; ``deny_tools`` are never offered nor
+            run (deny wins).
+        max_tokens: stop as ``budget`` once this many tokens are used; ``max_seconds``: once this
+            much wall time has passed, also in the middle of a model or tool call (abandoned).
+        mode: ``constrained`` (falls back to prose where the backend refuses or ignores the schema),
+            ``prose``, or ``native`` (the backend's own tool calls; falls back to constrained).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
         max_reason_chars: bound on the length of ``reason`` in the schema.
-        history: messages of an earlier run to continue from (e.g. ``previous.messages``).
-        on_repeat: called when a call or a barren reply starts repeating, before the stuck limit
-            stops the run (the count also goes to the brain in ``Request.repeats``).
-        transcript_path: append the transcript here as JSON Lines, each entry flushed as it
-            happens (so an exception, Ctrl-C or ``kill -9`` loses at most the entry in flight).
-            The path is checked before the model is asked anything.
-        output_type: the answer's type: a pydantic model, a dataclass, a ``TypedDict``, or a JSON
-            schema (a dict). An answer that does not validate goes back to the model with the
-            validator's messages (it costs a step). ``run.output`` holds the object.
-        batch: let the model make several independent calls in one step
-            (``{"action": "calls", "calls": [...]}``); they run concurrently, except calls whose
-            tools share a ``lock_key``, and their results come back together, in the model's order.
-        tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``;
-            None for no limit.
-        policies: the help this run gives the model (:mod:`shapeloop.policies`): None for the
-            default preset (:data:`shapeloop.policies.DEFAULT`), ``()`` for the plain loop, or any
-            tuple of policies. Each change a policy makes is a
-            :class:`~shapeloop.events.PolicyIntervened` event.
-        ground_ids: deprecated, has no effect: id grounding was removed (it refused legitimate
-            calls, issue 31 of the changelog).
-        ground_values: deprecated, has no effect: value grounding was removed (it refused
-            "tomorrow", "München" called as Munich, and every translation).
+        history: messages of an earlier run to continue from (``previous.messages``).
+        on_repeat: called when a call or a barren reply starts repeating, before the stuck limit.
+        transcript_path: append the transcript here as JSON Lines, each entry flushed as it happens;
+            checked before the model is asked anything.
+        output_type: the answer's type (a pydantic model, dataclass, ``TypedDict`` or JSON schema);
+            an answer that does not validate goes back with the validator's messages.
+        batch: let the model make several independent calls in one step (``action: calls``).
+        tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``.
+        policies: the help this run gives the model (:mod:`shapeloop.policies`): None for
+            :data:`~shapeloop.policies.DEFAULT`, ``()`` for the plain loop, or any tuple of
+            policies; each change one makes is a :class:`~shapeloop.events.PolicyIntervened` event.
+        ground_ids: deprecated, no effect (id grounding was removed: it refused legitimate calls).
+        ground_values: deprecated, no effect (value grounding was removed: it refused "tomorrow",
+            "München" called as Munich, and every translation).
     """
     for name, value in (("ground_ids", ground_ids), ("ground_values", ground_values)):
         if value is not None:
