@@ -11,7 +11,8 @@ what was cut, so nothing is dropped silently:
 1. the tool results of a request (``[result of read_file({"path": "a.txt"}) cut: 3 120 characters,
    to keep the conversation within its window]``), oldest request first;
 2. the steps between a request and its answer, oldest request first;
-3. whole requests, oldest first (never the latest), named at the start of the next one.
+3. whole requests, oldest first, named at the start of the next one; never the latest, so a latest
+   request longer than the budget alone is kept, folded.
 
 Its log (:attr:`Conversation.transcript`) is a :class:`~shapeloop.Transcript`: each request's own
 messages and events as its run recorded them, a ``request`` and a ``turn`` entry around them, and a

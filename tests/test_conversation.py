@@ -1,0 +1,243 @@
+"""Conversations (issue 33): requests one after another over the same stateful tools, the history
+cut with markers, saved and resumed, batched calls; on the scripted brain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import (
+    Conversation,
+    Message,
+    Request,
+    ScriptedBrain,
+    StopReason,
+    Tool,
+    ToolCall,
+    Turn,
+    tool,
+)
+from shapeloop.conversation import DEFAULT_HISTORY_CHARS
+
+BIG = "x" * 3120
+
+
+class Folders:
+    """A tiny file system with a current folder: state the tools share across requests."""
+
+    def __init__(self) -> None:
+        self.cwd = "/"
+        self.files = {"/": ["docs"], "/docs": ["notes.txt", "big.txt"]}
+
+    def tools(self) -> list[Tool]:
+        @tool
+        def cd(folder: str) -> str:
+            """Change the current folder."""
+            path = folder if folder.startswith("/") else "/" + folder.strip("/")
+            if path not in self.files:
+                raise ValueError(f"cd: no such folder: {folder}")
+            self.cwd = path
+            return f"now in {path}"
+
+        @tool
+        def ls() -> str:
+            """List the files of the current folder."""
+            return " ".join(self.files[self.cwd])
+
+        @tool
+        def cat(name: str) -> str:
+            """Print a file of the current folder."""
+            return BIG if name == "big.txt" else f"the contents of {self.cwd}/{name}"
+
+        return [cd, ls, cat]
+
+
+def batch(*calls: tuple[str, dict[str, str]]) -> str:
+    return json.dumps({"reason": "both", "action": "calls", "calls": [{"tool": t, "args": a} for t, a in calls]})
+
+
+def contents(messages: Sequence[Message]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def test_requests_run_one_after_another_over_the_same_tool_state() -> None:
+    folders = Folders()
+    brain = ScriptedBrain(
+        [tool_step("cd", folder="docs"), answer_step("in docs"), tool_step("ls"), answer_step("notes.txt, big.txt")]
+    )
+    talk = Conversation(brain, folders.tools(), policies=(), max_steps=4)
+    first = talk.ask("Go to the docs folder.")
+    second = talk.ask("What files are here?")
+    assert isinstance(first, Turn) and first.ok and first.answer == "in docs"
+    assert first.calls == (ToolCall(tool="cd", args={"folder": "docs"}),)
+    assert second.stop is StopReason.ANSWERED and second.answer == "notes.txt, big.txt"
+    assert folders.cwd == "/docs" and len(talk.turns) == 2
+    # the second request's model read the first request, its call and result, then the new one
+    asked = brain.asked[2].messages
+    assert "Go to the docs folder." in contents(asked) and "now in /docs" in contents(asked)
+    assert asked[-1]["content"].endswith("What files are here?")
+    assert "notes.txt big.txt" in contents(brain.asked[3].messages)
+
+
+def test_old_tool_results_are_cut_with_a_marker_naming_the_call_and_size() -> None:
+    folders = Folders()
+    folders.cwd = "/docs"
+    brain = ScriptedBrain([tool_step("cat", name="big.txt"), answer_step("many x"), answer_step("yes")])
+    talk = Conversation(brain, folders.tools(), policies=(), max_history_chars=1500)
+    talk.ask("What is in big.txt?")
+    turn = talk.ask("Was it all x?")
+    seen = contents(brain.asked[2].messages)
+    assert BIG not in seen
+    (marker,) = turn.cuts
+    assert marker.startswith('[result of cat({"name": "big.txt"}) cut: 3 ')
+    assert marker.endswith(" characters, to keep the conversation within its window]")
+    assert marker in seen and "What is in big.txt?" in seen  # the request and its answer stay
+    assert [e["type"] for e in talk.transcript.entries].count("cut") == 1
+
+
+def test_under_budget_nothing_is_cut() -> None:
+    folders = Folders()
+    folders.cwd = "/docs"
+    brain = ScriptedBrain([tool_step("cat", name="big.txt"), answer_step("many x"), answer_step("yes")])
+    talk = Conversation(brain, folders.tools(), policies=())
+    talk.ask("What is in big.txt?")
+    assert talk.max_history_chars == DEFAULT_HISTORY_CHARS
+    assert talk.ask("Was it all x?").cuts == () and BIG in contents(brain.asked[2].messages)
+
+
+def test_a_tight_budget_folds_then_drops_old_requests_and_says_so_every_time() -> None:
+    brain = ScriptedBrain([tool_step("ls"), answer_step("a" * 200), answer_step("b" * 200), answer_step("c")])
+    talk = Conversation(brain, Folders().tools(), policies=(), max_history_chars=500)
+    talk.ask("First: list the files.")
+    talk.ask("Second request.")
+    third = talk.ask("Third request.")
+    seen = contents(brain.asked[3].messages[1:])  # after the system prompt
+    assert any(m.startswith("[an earlier request cut, ") and "First: list the files." in m for m in third.cuts)
+    assert seen.startswith("[an earlier request cut, ")  # where the dropped request was
+    assert "Second request." in seen and "b" * 200 in seen
+    assert seen.count("Next task:") == 2 and "Result of ls" not in seen  # the second request and the third
+    for marker in third.cuts:
+        assert marker.endswith("to keep the conversation within its window]")
+
+
+def test_the_latest_request_is_folded_but_never_dropped() -> None:
+    brain = ScriptedBrain([tool_step("ls"), answer_step("z" * 300), answer_step("ok")])
+    talk = Conversation(brain, Folders().tools(), policies=(), max_history_chars=10)
+    talk.ask("List the files.")
+    turn = talk.ask("Again?")
+    assert any("messages of this request before its last reply cut" in m for m in turn.cuts)
+    first = brain.asked[2].messages
+    assert "List the files." in contents(first) and "z" * 300 in contents(first)
+
+
+def test_a_saved_conversation_resumes_with_its_history_turns_and_cuts(tmp_path: Path) -> None:
+    folders = Folders()
+    brain = ScriptedBrain(
+        [tool_step("cd", folder="docs"), answer_step("in docs"), tool_step("cat", name="big.txt"), answer_step("x")]
+    )
+    talk = Conversation(brain, folders.tools(), policies=(), max_history_chars=2000)
+    talk.ask("Go to docs.")
+    talk.ask("Show big.txt.")
+    path = tmp_path / "talk.jsonl"
+    talk.save(path)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [e["type"] for e in lines].count("turn") == 2 and all(e.get("role") != "system" for e in lines)
+
+    later = ScriptedBrain([answer_step("still docs")])
+    again = Conversation.resume(path, later, folders.tools(), policies=(), max_history_chars=2000)
+    assert again.history == talk.history
+    assert [(t.request, t.answer, t.calls) for t in again.turns] == [(t.request, t.answer, t.calls) for t in talk.turns]
+    assert again.turns[1].run.stop is StopReason.ANSWERED and again.turns[1].run.steps == 2
+    turn = again.ask("Where are we?")
+    cut = [m.split(")")[0] for m in turn.cuts]
+    assert cut == ['[result of cd({"folder": "docs"}', '[result of cat({"name": "big.txt"}']
+    assert BIG not in contents(later.asked[0].messages) and "Go to docs." in contents(later.asked[0].messages)
+    # the resumed log holds the saved one, then the new cut and request
+    assert again.transcript.entries[: len(lines)] == lines
+
+
+def test_a_conversation_streams_its_log_and_a_resume_appends_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.close()
+    written = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(written[0])["type"] == "request" and len(written) == len(talk.transcript)
+    again = Conversation.resume(path, ScriptedBrain([answer_step("two")]), [], policies=(), transcript_path=path)
+    again.ask("Second?")
+    again.close()
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [e["request"] for e in entries if e["type"] == "request"] == ["First?", "Second?"]
+    users = [e["content"] for e in entries if e.get("role") == "user"]
+    assert users == ["First?", "Next task: Second?"]
+
+
+def test_batched_calls_work_in_a_conversation_and_their_results_are_cut_together() -> None:
+    folders = Folders()
+    folders.cwd = "/docs"
+    brain = ScriptedBrain(
+        [
+            batch(("cat", {"name": "big.txt"}), ("cat", {"name": "notes.txt"})),
+            answer_step("both read"),
+            batch(("ls", {}), ("cd", {"folder": "/"})),
+            answer_step("listed, then back to the top"),
+        ]
+    )
+    talk = Conversation(brain, folders.tools(), policies=(), batch=True, max_history_chars=1500)
+    first = talk.ask("Read big.txt and notes.txt.")
+    second = talk.ask("List this folder, then go to the top.")
+    assert first.ok and [c.tool for c in first.calls] == ["cat", "cat"]
+    assert second.ok and [c.tool for c in second.calls] == ["ls", "cd"] and folders.cwd == "/"
+    assert second.cuts[0].startswith('[results of 2 calls (cat({"name": "big.txt"}), cat({"name": "notes.txt"}))')
+    assert '"calls"' in json.dumps(brain.asked[2].schema)  # the second request still offers batches
+
+
+class CountingBrain(ScriptedBrain):
+    """A scripted brain that counts tokens as a character in four."""
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(len(m["content"]) for m in messages) // 4
+
+
+def test_a_token_budget_is_counted_by_the_brain() -> None:
+    folders = Folders()
+    folders.cwd = "/docs"
+    brain = CountingBrain([tool_step("cat", name="big.txt"), answer_step("x"), answer_step("y")])
+    talk = Conversation(brain, folders.tools(), policies=(), max_history_tokens=400)
+    talk.ask("Read big.txt.")
+    assert talk.ask("And?").cuts and brain.count_tokens(talk.history[:-3]) <= 400
+    with pytest.raises(ValueError, match="count_tokens"):
+        Conversation(ScriptedBrain([]), [], max_history_tokens=400)
+
+
+def test_options_are_run_agents_and_a_wrong_one_is_named() -> None:
+    with pytest.raises(TypeError, match="max_stepz"):
+        Conversation(ScriptedBrain([]), [], max_stepz=3)
+    with pytest.raises(TypeError, match="history"):
+        Conversation(ScriptedBrain([]), [], history=[])
+    with pytest.raises(ValueError, match="not both"):
+        Conversation(ScriptedBrain([]), [], max_history_chars=10, max_history_tokens=10)
+
+
+def test_every_option_reaches_each_run() -> None:
+    seen: list[Request] = []
+
+    def brain(request: Request) -> str:
+        seen.append(request)
+        return tool_step("ls") if len(seen) % 2 else answer_step("done")
+
+    talk = Conversation(ScriptedBrain(brain), Folders().tools(), policies=(), max_steps=1, deny_tools=["cd"])
+    turn = talk.ask("List.")
+    assert turn.stop is StopReason.MAX_STEPS
+    assert all(name != "cd" for name, _ in seen[0].offered)
+
+
+def test_a_resume_refuses_a_file_that_is_not_a_log(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"type": "request", "request": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2"):
+        Conversation.resume(path, ScriptedBrain([]), [])
