@@ -244,7 +244,7 @@ class _Run:
 
     def _one_step(self) -> None:
         if self.step >= self.max_steps:
-            self._finish(StopReason.MAX_STEPS, self._max_steps_reason())
+            self._finish(StopReason.MAX_STEPS, _max_steps_reason(self.events, self.max_steps))
             return
         spent = self.budget.exceeded(self.usage.total_tokens if self.usage else 0)
         if spent is not None:
@@ -287,7 +287,9 @@ class _Run:
         if ignored is not None:
             self._switch(Mode.PROSE, ignored)
         found = extract_step(reply.text)
-        error = (found.error or "no step found") if found.step is None else self._names_no_tool(found.step)
+        error = (
+            (found.error or "no step found") if found.step is None else _names_no_tool(found.step, self.toolbox.tools)
+        )
         if found.step is None or error is not None:
             self._emit(ReplyUnreadable(step=self.step, text=reply.text, error=error or ""))
             self._barren(reply.text, prompts.unreadable_feedback(error or ""), "unreadable")
@@ -321,7 +323,9 @@ class _Run:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
                 self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
                 continue
-            if self.mode is Mode.NATIVE and self._declined_tools(reply):
+            # a first native reply that calls nothing, though tools were offered: the model will not use them
+            declined = not reply.tool_calls and not self.native_called and bool(self.toolbox.tools)
+            if self.mode is Mode.NATIVE and declined and reply.finish is Finish.STOP:
                 self._count(reply.usage)  # the reply is set aside, but its tokens were spent
                 self._switch(Mode.CONSTRAINED, "the model answered without calling a tool")
                 continue
@@ -341,11 +345,6 @@ class _Run:
             schema = self.offer.schema(shape.excluded, answer=shape.may_answer)
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=tuple((t.name, t.description) for t in offered))  # fmt: skip
-
-    def _declined_tools(self, reply: Reply) -> bool:
-        """A first native reply that calls nothing, though tools were offered: the model will not use them."""
-        offered = bool(self.toolbox.tools)
-        return not reply.tool_calls and not self.native_called and offered and reply.finish is Finish.STOP
 
     def _count(self, usage: Usage | None) -> None:
         if usage is not None:
@@ -416,46 +415,20 @@ class _Run:
         """Stop as stuck on the first call at the stuck limit; otherwise notice each repeating call."""
         for record in records:
             if record.repeats >= self.stuck_limit:
-                same = record.repeats + 1
-                detail = (
-                    "with the same result each time"
-                    if same == record.times
-                    else f"and the last {same} calls returned the same result"
-                )
-                self._finish(
-                    StopReason.STUCK,
-                    f"{record.call} was called {record.times} times {detail} (stuck_limit={self.stuck_limit} repeats)",
-                )
+                self._finish(StopReason.STUCK, _stuck_reason(record, self.stuck_limit))
                 return
         for record in records:
             if record.repeats:
                 self._repeating(RepeatNoticed(step=self.step, what=str(record.call), times=record.times))
 
     def _on_answer(self, answer: Any, raw: str) -> None:
-        if isinstance(answer, str):
-            answer = escape_surrogates(answer)  # JSON's "\ud800" decodes to a lone surrogate
-        if self.typed is not None:
-            checked = self.typed.check(answer)
-            if checked.errors:
-                shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-                objection = "the answer does not match the output type: " + "; ".join(checked.errors)
-                self._emit(AnswerRejected(step=self.step, text=shown, objection=objection))
-                # identical answers fail identically, whatever the reason around them says
-                failure = "invalid answer " + json.dumps(answer, sort_keys=True, default=str)
-                self._barren(failure, prompts.invalid_answer_feedback(checked.errors), "invalid-answer")
-                return
-            value, text = checked.value, checked.text
-        elif not isinstance(answer, str):
-            shown = json.dumps(answer, ensure_ascii=False)
-            self._emit(AnswerRejected(step=self.step, text=shown, objection="the answer is not text"))
-            self._barren(raw, prompts.answer_not_text_feedback(), "non-text-answer")
+        problem, value, text = _answer_problem(answer, self.typed)
+        if problem is not None:
+            objection, feedback, what = problem
+            self._emit(AnswerRejected(step=self.step, text=text, objection=objection))
+            # identical invalid typed answers fail identically, whatever the reason around them says
+            self._barren(f"invalid answer {text}" if what == "invalid-answer" else raw, feedback, what)
             return
-        elif not answer.strip():
-            self._emit(AnswerRejected(step=self.step, text=answer, objection="the answer is empty"))
-            self._barren(raw, prompts.empty_answer_feedback(), "empty-answer")
-            return
-        else:
-            value = text = answer
         objected = self.policies.check_answer(self._view(), text, self._emit)
         if objected is not None:
             self._emit(AnswerRejected(step=self.step, text=text, objection=objected.reason))
@@ -491,21 +464,6 @@ class _Run:
         if self.on_repeat is not None:
             self.on_repeat(event)
 
-    def _names_no_tool(self, step: Step | Batch) -> str | None:
-        """The shape error of a tool step that names no tool, or None."""
-        if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
-            return None
-        offered = ", ".join(sorted(self.toolbox.tools)) or "none"
-        return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
-
-    def _max_steps_reason(self) -> str:
-        last = next(
-            (e for e in reversed(self.events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven))),
-            None,
-        )
-        tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
-        return f"no accepted answer after {self.max_steps} steps (max_steps={self.max_steps}){tail}"
-
     def _view(self) -> RunView:
         return self.policies.view(
             messages=self.messages, step=self.step if self.step else 1, max_steps=self.max_steps, brain=self.brain
@@ -525,6 +483,51 @@ class _Run:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _stuck_reason(record: CallRecord, limit: int) -> str:
+    same = record.repeats + 1
+    detail = (
+        "with the same result each time"
+        if same == record.times
+        else f"and the last {same} calls returned the same result"
+    )
+    return f"{record.call} was called {record.times} times {detail} (stuck_limit={limit} repeats)"
+
+
+def _answer_problem(answer: Any, typed: TypedAnswer | None) -> tuple[tuple[str, str, str] | None, Any, str]:
+    """``(problem, value, text)``: an answer checked against the output type, or for being text at all.
+    ``problem`` is None, or ``(objection, feedback, kind of barren reply)``."""
+    if isinstance(answer, str):
+        answer = escape_surrogates(answer)  # JSON's "\ud800" decodes to a lone surrogate
+    if typed is not None:
+        checked = typed.check(answer)
+        if checked.errors:
+            objection = "the answer does not match the output type: " + "; ".join(checked.errors)
+            shown = json.dumps(answer, sort_keys=True, default=str, ensure_ascii=False)
+            return (objection, prompts.invalid_answer_feedback(checked.errors), "invalid-answer"), None, shown
+        return None, checked.value, checked.text
+    if not isinstance(answer, str):
+        shown = json.dumps(answer, ensure_ascii=False)
+        return ("the answer is not text", prompts.answer_not_text_feedback(), "non-text-answer"), None, shown
+    if not answer.strip():
+        return ("the answer is empty", prompts.empty_answer_feedback(), "empty-answer"), None, answer
+    return None, answer, answer
+
+
+def _names_no_tool(step: Step | Batch, tools: Mapping[str, Tool]) -> str | None:
+    """The shape error of a tool step that names no tool, or None."""
+    if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
+        return None
+    offered = ", ".join(sorted(tools)) or "none"
+    return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'
+
+
+def _max_steps_reason(events: Sequence[Event], max_steps: int) -> str:
+    ended = (e for e in reversed(events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven)))
+    last = next(ended, None)
+    tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
+    return f"no accepted answer after {max_steps} steps (max_steps={max_steps}){tail}"
 
 
 def _status(result: ToolResult, record: CallRecord) -> ToolStatus:
