@@ -241,3 +241,26 @@ def test_a_resume_refuses_a_file_that_is_not_a_log(tmp_path: Path) -> None:
     path.write_text('{"type": "request", "request": "a"}\nnot json\n', encoding="utf-8")
     with pytest.raises(ValueError, match="line 2"):
         Conversation.resume(path, ScriptedBrain([]), [])
+
+
+def test_shapeloop_chat_runs_a_conversation_and_shows_each_cut(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "big.txt").write_text("y" * 1500, encoding="utf-8")
+    script = tmp_path / "script.json"
+    steps = [tool_step("read_file", path="big.txt"), answer_step("all y"), answer_step("yes, all y")]
+    script.write_text(json.dumps(steps), encoding="utf-8")
+    log = tmp_path / "chat.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "shapeloop.cli", "chat", "--root", str(tmp_path), "--script", str(script),
+         "--ctx", "256", "--transcript", str(log)],
+        input="What is in big.txt?\nAll of it?\n", capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["you> all y", "you> yes, all y", "you> "]  # input() prompts on stdout
+    assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 256: 512 characters of history
+    again = Conversation.resume(log, ScriptedBrain([answer_step("still y")]), [], policies=())
+    assert [t.answer for t in again.turns] == ["all y", "yes, all y"] and "y" * 1500 not in contents(again.history)

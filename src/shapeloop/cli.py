@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from shapeloop import __version__, backends, models
-from shapeloop.brain import Brain, Message, ScriptedBrain
+from shapeloop.brain import Brain, ScriptedBrain
 from shapeloop.errors import ShapeloopError, TranscriptError, UsageError
 from shapeloop.events import ConsoleSink
 from shapeloop.loop import run_agent
@@ -174,26 +174,34 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
-    history: list[Message] = []
+    from shapeloop.conversation import Conversation, TokenCounter
+    from shapeloop.policies import resolve
+
+    # half the window for the history: the system prompt, the tools and the new request need the rest
+    counts = isinstance(brain, TokenCounter)
+    budget = {"max_history_tokens": args.ctx // 2} if counts else {"max_history_chars": args.ctx * 2}
+    talk = Conversation(
+        brain, tools, **budget, max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve),
+        on_event=ConsoleSink(), transcript_path=args.transcript,
+        policies=resolve(getattr(args, "policies", None)),  # --policies, where the parser offers it
+    )  # fmt: skip
     model = args.model or models.DEFAULT_MODEL
     _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
-    while True:
-        try:
-            task = input("you> ").strip()
-        except EOFError:
-            print(file=sys.stderr)
-            return EXIT_OK
-        if task in ("exit", "quit"):
-            return EXIT_OK
-        if not task:
-            continue
-        run = run_agent(
-            brain, tools, task, max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve),
-            on_event=ConsoleSink(),
-            history=history, transcript_path=args.transcript,
-        )  # fmt: skip
-        history = run.messages
-        print(printable(run.answer or "") if run.ok else f"(no answer: {printable(run.reason)})")
+    with closing(talk):
+        while True:
+            try:
+                task = input("you> ").strip()
+            except EOFError:
+                print(file=sys.stderr)
+                return EXIT_OK
+            if task in ("exit", "quit"):
+                return EXIT_OK
+            if not task:
+                continue
+            turn = talk.ask(task)
+            for marker in turn.cuts:
+                _say(printable(marker))
+            print(printable(turn.answer or "") if turn.ok else f"(no answer: {printable(turn.run.reason)})")
 
 
 def _cmd_pull(args: argparse.Namespace) -> int:
