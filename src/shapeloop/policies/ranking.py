@@ -5,12 +5,13 @@ Issue 33: BFCL's multi-turn entries offer 20 to 40 functions whose documentation
 an 8 192-token window, and a small model then calls a plausible neighbour. This policy ranks each
 tool's name and documentation (its description, its parameters' names, descriptions and allowed
 values) against the request and the latest result, by character n-grams weighted by how rare they
-are among the tools (IDF), and offers the top ``max_tools``. It reads no word of any language: words
-of letters become trigrams (``" cp"``, ``"cp "``), runs of Chinese, Japanese or Korean characters
-become single characters and pairs, and a gram every tool's documentation holds weighs next to
-nothing. So it matches a request to documentation in the same language, or through the names,
-numbers and borrowed words they share; a German request against English documentation matches only
-through those, and then the escape below is what the model has.
+are among the tools (IDF), and offers the top ``max_tools``. It reads no word of any language: a word
+of letters becomes its beginnings and itself (``kopiere`` and ``Kopiert`` share ``" kopie"``), runs
+of Chinese, Japanese or Korean characters become single characters and pairs, and a gram every
+tool's documentation holds weighs next to nothing. So it matches a request to documentation in the
+same language, or through the names, numbers and borrowed words they share; a German request
+against English documentation matches only through those, a synonym ("how many" for "count") not at
+all, and then the escape below is what the model has.
 
 Tools already called in the run are always offered. The cut tools are named in a one-line note; a
 model that names one of them (in a step's reason, its call, or its answer) gets it offered from the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,27 +37,31 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(f"[^\\W_{_CJK}]+")  # letters and digits of any other script, split at "_"
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_STEM = 7  # a word's beginnings count up to this many letters (kopiere, kopiert: " kopie")
 _READ = 4000  # characters of a request or a result read for ranking
 _LAST_WEIGHT = 0.5  # the latest result counts half as much as the request
 
 
-def grams(text: str) -> Counter[str]:
-    """The character n-grams of ``text``: trigrams of each word padded with spaces, and the single
-    characters and pairs of each run of Chinese, Japanese or Korean script."""
+def grams(text: str) -> dict[str, float]:
+    """The character n-grams of ``text``, with their weights: each word's beginnings (3 to 7 letters:
+    ``" kop"`` ... ``" kopier"``) and the whole word (``" kopiere "``), the word weighing one in all;
+    and each character and pair of characters of a run of Chinese, Japanese or Korean script."""
     text = _CAMEL.sub(" ", text[:_READ]).casefold()
-    found: Counter[str] = Counter()
+    found: dict[str, float] = defaultdict(float)
     for run in _CJK_RUN.findall(text):
-        found.update(run)
-        found.update(run[i : i + 2] for i in range(len(run) - 1))
+        for part in [*run, *(run[i : i + 2] for i in range(len(run) - 1))]:
+            found[part] += 1
     for word in _WORD.findall(text):
-        padded = f" {word} "
-        found.update(padded[i : i + 3] for i in range(len(padded) - 2))
+        # each word weighs one, however many beginnings it has: a long word does not outweigh a short one
+        parts = [" " + word[:size] for size in range(3, min(len(word) - 1, _STEM) + 1)] + [f" {word} "]
+        for part in parts:
+            found[part] += 1 / len(parts)
     return found
 
 
 def documentation(tool: Tool) -> str:
-    """What a tool is ranked by: its name (twice: it is the surest word), description and parameters."""
-    parts = [tool.name, tool.name, tool.description]
+    """What a tool is ranked by: its name, description, and its parameters' names, descriptions and values."""
+    parts = [tool.name, tool.description]
     properties = tool.parameters.get("properties", {})
     if isinstance(properties, Mapping):
         for name, spec in properties.items():
@@ -77,8 +82,8 @@ class Ranker:
         self.idf = {gram: math.log(1 + len(docs) / count) for gram, count in counts.items()}
         self.vectors = [self._weighted(doc) for doc in docs]
 
-    def _weighted(self, found: Mapping[str, int]) -> dict[str, float]:
-        vector = {g: (1 + math.log(n)) * self.idf[g] for g, n in found.items() if g in self.idf}
+    def _weighted(self, found: Mapping[str, float]) -> dict[str, float]:
+        vector = {g: math.sqrt(n) * self.idf[g] for g, n in found.items() if g in self.idf}
         norm = math.sqrt(sum(v * v for v in vector.values())) or 1.0
         return {g: v / norm for g, v in vector.items()}
 
