@@ -2,11 +2,12 @@
 
     python -m benchmarks                 # the full run: the three catalogue models, both halves
     python -m benchmarks --quick         # a small slice, a few minutes (CI runs this)
-    python -m benchmarks --split tune --variant NAME --out measurements/experiments/NAME
+    python -m benchmarks --split tune --policies default,-fit-floor --out measurements/experiments/NAME
     python -m benchmarks --backend ollama --model qwen2.5-coder:0.5b
 
 Every task runs through the loop (constrained) and as a raw baseline (one constrained call, no loop).
-Prompt and mechanism changes are chosen on the tune half and reported on the test half. --extras adds
+The loop runs with the policies --policies names (shapeloop.policies.resolve: a preset, a preset plus
+or minus a policy); every record says which. --extras adds
 the design measurements (prose mode, per-tool vs flat schema, required vs optional fields, repeat
 detection, extraction). Writes measurements/*.json and measurements/README.md.
 """
@@ -19,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cluster, extraction, repeats, report, required, variants
+from benchmarks import cluster, extraction, repeats, report, required
 from benchmarks.common import MEASUREMENTS, model_info, write
 from benchmarks.fc_tasks import CALL_TASKS
 from benchmarks.suite import AnyTask, Progress, summarise
 from benchmarks.tasks import QUICK, TASKS, Task, split_of
-from shapeloop import Brain
+from shapeloop import Brain, policies
 
 FULL_MODELS = ["qwen2.5-coder-0.5b", "smollm2-135m", "qwen2.5-coder-1.5b"]  # the slowest last
 TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
@@ -61,6 +62,15 @@ def choose(quick: bool, split: str) -> list[AnyTask]:
     return [t for t in tasks if split == "all" or halves[t.name] == split]
 
 
+def _policies(spec: str) -> str:
+    """A policies spec, checked by resolving it once (the runs resolve it afresh, each its own)."""
+    try:
+        policies.resolve(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return spec
+
+
 def _kinds() -> set[str]:
     return {t.kind for t in all_tasks()}
 
@@ -75,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", choices=["tune", "test", "all"], default="all", help="which half to run")
     parser.add_argument("--kind", action="append", help="only tasks of this kind (repeatable), e.g. multi")
     parser.add_argument("--task", action="append", help="only this task (repeatable), by name")
-    parser.add_argument("--variant", choices=sorted(variants.VARIANTS), default="shipped",
-                        help="a prompt or mechanism variant to measure against the shipped one")  # fmt: skip
+    parser.add_argument("--policies", default="default", type=_policies,
+                        help="the loop's policies: a preset or policy names joined by commas, '-NAME' to take one "
+                             f"out (default,-fit-floor); the names: {', '.join(policies.available())}")  # fmt: skip
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
     parser.add_argument("--max-steps", type=int, default=6,
                         help="steps per task (1 measures only the first step, for quick comparisons)")  # fmt: skip
@@ -103,12 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress(per_model * len(names), label="bench")
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
-                "split": args.split, "kinds": args.kind, "only_tasks": args.task, "variant": args.variant,
+                "split": args.split, "kinds": args.kind, "only_tasks": args.task, "policies": args.policies,
                 "quick": args.quick,
                 "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
     started = time.perf_counter()
     if args.ray is not None:
-        sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, variant=args.variant,
+        sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, policies=args.policies,
                               tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
                               raw=not args.no_raw, max_steps=args.max_steps)  # fmt: skip
         records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
@@ -121,31 +132,31 @@ def main(argv: list[str] | None = None) -> None:
     suite_runner, raw_runner = cluster.runners(args.concurrency)
     records: list[dict[str, Any]] = []
     results: dict[str, list[dict[str, Any]]] = {"required": [], "repeats": []}
-    with variants.VARIANTS[args.variant]():
-        for name in names:
-            brain = make_brain(args.backend, name, args.base_url)
-            plan = [("constrained", "per_tool", tasks)]
-            if extras:
-                plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
-            for mode, schema, chosen in plan:
-                ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps)
-                records += [{"model": name, **r} for r in ran]
-            if not args.no_raw:
-                records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]
-            if extras:
-                results["required"].append({"model": name, **required.measure(brain, ws_tool_tasks)})
-                results["repeats"].append({"model": name, **repeats.measure(brain, looping)})
-                for _ in range(2 * len(looping)):
-                    progress.step("repeats")
-            with contextlib.suppress(AttributeError):
-                brain.close()  # type: ignore[attr-defined]
-            del brain
-            for record in records:
-                record["split"] = halves[record["task"]]
-            # written after every model, so a long run that is stopped keeps what it measured
-            done = names[: names.index(name) + 1]
-            seconds = round(time.perf_counter() - started, 1)
-            _write_all(args.out, done, tasks, records, results, settings, seconds, extras)
+    for name in names:
+        brain = make_brain(args.backend, name, args.base_url)
+        plan = [("constrained", "per_tool", tasks)]
+        if extras:
+            plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
+        for mode, schema, chosen in plan:
+            ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps,
+                               policies=args.policies)  # fmt: skip
+            records += [{"model": name, **r} for r in ran]
+        if not args.no_raw:
+            records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]
+        if extras:
+            results["required"].append({"model": name, **required.measure(brain, ws_tool_tasks)})
+            results["repeats"].append({"model": name, **repeats.measure(brain, looping)})
+            for _ in range(2 * len(looping)):
+                progress.step("repeats")
+        with contextlib.suppress(AttributeError):
+            brain.close()  # type: ignore[attr-defined]
+        del brain
+        for record in records:
+            record["split"] = halves[record["task"]]
+        # written after every model, so a long run that is stopped keeps what it measured
+        done = names[: names.index(name) + 1]
+        seconds = round(time.perf_counter() - started, 1)
+        _write_all(args.out, done, tasks, records, results, settings, seconds, extras)
     print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min")
 
 

@@ -1,22 +1,19 @@
-"""Calibrate the embedded backend's fit floor and answer bias on the tune half.
+"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) for a model on the tune half.
 
-    python -m benchmarks --split tune --variant no-bias --max-steps 1 --model NAME --out /tmp/cal
-    python -m benchmarks.calibrate /tmp/cal/suite.json      # merged into measurements/calibration.json
+    python -m benchmarks.calibrate --model qwen2.5-coder-0.5b    # merged into measurements/calibration.json
+    python -m benchmarks.calibrate --again                       # chosen again from the fits stored there
 
-At each constrained step the embedded backend measures ``gap``: its best logit for ``tool`` minus its
-best for ``answer``, where the step's action is chosen (after the reason is written). With a bias ``b``
-added to ``answer``, greedy decoding answers exactly when ``gap < b``, so the first step's outcome under
-any bias can be read off one run's records. Of the biases that cost at most two points of the tune
-half's tasks that need a tool, the chosen one abstains most (the smallest, where several abstain as
-much); its figures go to measurements/calibration.json.
+Each task of the tune half runs its first step through the plain loop (``policies="plain"``: nothing
+turns a call into an answer), and its fit is measured as the policy measures it,
+``task_fit(brain.continuation_logprobs, task, tools)``: how much the best offered tool and the task
+make each other more likely. A floor ``f`` turns the first step of every task whose fit is below ``f``
+into an answer, so the first step's outcome under any floor can be read off one run's records.
 
-The fit floor is chosen first, the same way: at each first step the backend also measures the task's
-fit to its best tool (``shapeloop.fit``), and a task below the floor answers. Of the floors that cost
-at most two points, the chosen one abstains most; it sits halfway between the fits on either side
-of it, and where several floors abstain as much, the lowest is taken. A second floor for the tasks
-that share no word with any offered tool (``shapeloop.fit.shared_words``) is chosen next, the same
-way, among the fits of those tasks and above the first floor. The bias is then chosen with both
-floors in place, the three together held to the same two points.
+Of the floors that cost at most two points of the tasks that need a tool, the chosen one abstains
+most; it sits halfway between the fits on either side of it, and where several abstain as much, the
+lowest is taken. The measured fits and first steps are kept with the result, so the choice can be
+made again (``--again``) without the model. The floor reads the model's own numbers, not words, so
+it is the same rule in any language; it is each model's own scale, so a model is calibrated alone.
 """
 
 from __future__ import annotations
@@ -24,45 +21,64 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import MEASUREMENTS, write
-from benchmarks.suite import ABSTAIN_KINDS, shares_words
+from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, run_task, tools_for
+from benchmarks.tasks import WORKSPACE
+from shapeloop import Brain, UsageError
+from shapeloop.policies.fit_floor import task_fit
 
-BIASES = [round(0.5 * i, 1) for i in range(0, 25)]
 MAX_COST = 0.02  # the issue's bar: at most two points on the tasks that need a tool
+KEPT = ("task", "kind", "first_step", "fit")  # what a measured record keeps for the choice
 
 
-def first_gap(record: dict[str, Any]) -> float | None:
-    gaps = record.get("decision_gaps") or []
-    return gaps[0] if gaps else None
+def fit_of(brain: Brain, task: AnyTask) -> float | None:
+    """The task's fit to its best offered tool, as the FitFloor policy measures it.
+
+    Raises:
+        UsageError: the brain cannot score text (``Capabilities.logprobs``).
+    """
+    scores = getattr(brain, "continuation_logprobs", None)
+    if not brain.capabilities.logprobs or scores is None:
+        raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
+                         "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
+    tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched
+    return task_fit(scores, task.prompt, [(t.name, t.description) for t in tools])
 
 
-def unfit(record: dict[str, Any], floor: float | None, unshared: float | None = None) -> bool:
+def measure(brain: Brain, tasks: Sequence[AnyTask], progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Each task's first step through the plain loop, and its fit."""
+    records = []
+    for task in tasks:
+        record = run_task(brain, task, mode="constrained", max_steps=1, policies="plain")
+        records.append({**{key: record[key] for key in KEPT if key in record}, "fit": fit_of(brain, task)})
+        if progress:
+            progress.step(task.name)
+    return records
+
+
+def unfit(record: dict[str, Any], floor: float | None) -> bool:
     fit = record.get("fit")
-    if floor is None or fit is None:
-        return False
-    return fit < floor or (unshared is not None and fit < unshared and not shares_words(record))
+    return floor is not None and fit is not None and fit < floor
 
 
 def outcomes(
-    records: list[dict[str, Any]], bias: float, floor: float | None = None, unshared: float | None = None
+    records: Sequence[dict[str, Any]], floor: float | None, abstain_kinds: Collection[str] = ABSTAIN_KINDS
 ) -> dict[str, Any]:
-    """How the first steps of these records would go with ``bias``, ``floor`` and the floor for tasks
-    that share no word with a tool, ``unshared``."""
-    abstain = [r for r in records if r["kind"] in ABSTAIN_KINDS]
-    needs_tool = [r for r in records if r["kind"] not in ABSTAIN_KINDS and r["kind"] != "escape"]
+    """How the first steps of these records would go with ``floor``: the share of tasks where no tool
+    fits that answer, and the tasks that need a tool whose call becomes an answer."""
+    abstain = [r for r in records if r["kind"] in abstain_kinds]
+    needs_tool = [r for r in records if r["kind"] not in abstain_kinds and r["kind"] != "escape"]
 
     def answers(r: dict[str, Any]) -> bool:
-        gap = first_gap(r)
-        return r["first_step"] == "answer" or unfit(r, floor, unshared) or (gap is not None and gap < bias)
+        return r["first_step"] == "answer" or unfit(r, floor)
 
     lost = [r["task"] for r in needs_tool if r["first_step"] == "tool" and answers(r)]
     return {
-        "bias": bias,
         "floor": floor,
-        "unshared_floor": unshared,
         "abstention": round(sum(answers(r) for r in abstain) / (len(abstain) or 1), 3),
         "tool_tasks_turned_to_answers": len(lost),
         "cost": round(len(lost) / (len(needs_tool) or 1), 3),
@@ -70,51 +86,48 @@ def outcomes(
     }
 
 
-def floors(records: list[dict[str, Any]]) -> list[float | None]:
+def floors(records: Sequence[dict[str, Any]]) -> list[float | None]:
     """No floor, and a floor halfway between each two neighbouring fits."""
     fits = sorted({r["fit"] for r in records if r.get("fit") is not None})
     return [None, *(round((low + high) / 2, 3) for low, high in itertools.pairwise(fits))]
 
 
-def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
-    def best(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
-        # the most abstention within the cost, and of the settings that reach it the lowest
-        kept = [row for row in rows if row["cost"] <= MAX_COST]
-        return max(kept, key=lambda row: (row["abstention"], -(row[key] if row[key] is not None else -1e9)))
-
-    floor_table = [outcomes(records, 0.0, floor) for floor in floors(records)]
-    floor = best(floor_table, "floor")["floor"]
-    unshared_floors = [] if floor is None else floors([r for r in records if not shares_words(r)])
-    unshared_table = [outcomes(records, 0.0, floor, u) for u in unshared_floors if u is None or u > floor]
-    unshared = best(unshared_table, "unshared_floor")["unshared_floor"] if unshared_table else None
-    table = [outcomes(records, b, floor, unshared) for b in BIASES]
-    chosen = best(table, "bias")
-    return {"chosen": chosen["bias"], "floor": floor, "unshared_floor": unshared, "max_cost": MAX_COST,
-            "table": table, "floor_table": [row for row in floor_table if row["cost"] <= 2 * MAX_COST],
-            "unshared_floor_table": [row for row in unshared_table if row["cost"] <= 2 * MAX_COST],
-            "records": len(records), "with_gap": sum(first_gap(r) is not None for r in records),
-            "with_fit": sum(r.get("fit") is not None for r in records)}  # fmt: skip
+def calibrate(records: Sequence[dict[str, Any]], abstain_kinds: Collection[str] = ABSTAIN_KINDS) -> dict[str, Any]:
+    """The floor that abstains most within ``MAX_COST`` (the lowest of those that abstain as much)."""
+    table = [outcomes(records, floor, abstain_kinds) for floor in floors(records)]
+    kept = [row for row in table if row["cost"] <= MAX_COST]
+    chosen = max(kept, key=lambda row: (row["abstention"], -(row["floor"] if row["floor"] is not None else -1e9)))
+    return {"floor": chosen["floor"], "max_cost": MAX_COST, "abstention": chosen["abstention"],
+            "cost": chosen["cost"], "table": [row for row in table if row["cost"] <= 2 * MAX_COST],
+            "records": len(records), "with_fit": sum(r.get("fit") is not None for r in records)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.calibrate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("runs", nargs="+", type=Path, help="suite.json files of tune-half runs")
+    parser.add_argument("--model", action="append", default=[], help="a catalogue model to calibrate (repeatable)")
+    parser.add_argument("--again", action="store_true", help="choose again from the fits calibration.json keeps")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
     args = parser.parse_args(argv)
+    if not args.model and not args.again:
+        parser.error("name a model (--model NAME) or choose again from the stored fits (--again)")
     earlier = args.out / "calibration.json"
-    kept = json.loads(earlier.read_text())["results"] if earlier.exists() else []
+    kept: list[dict[str, Any]] = json.loads(earlier.read_text())["results"] if earlier.exists() else []
     results = []
-    for path in args.runs:
-        data = json.loads(path.read_text())
-        for model in dict.fromkeys(r["model"] for r in data["records"]):
-            mine = [r for r in data["records"] if r["model"] == model and r["mode"] == "constrained"
-                    and r["split"] == "tune"]  # fmt: skip
-            results.append({"model": model, "source": str(path), "variant": data["settings"].get("variant"),
-                            **calibrate(mine)})  # fmt: skip
-            found = results[-1]
-            print(model, "floor", found["floor"], "unshared floor", found["unshared_floor"], "bias", found["chosen"],
-                  [(row["bias"], row["abstention"], row["cost"]) for row in found["table"][:13]])  # fmt: skip
+    if args.again:
+        results += [{**r, **calibrate(r["measured"])} for r in kept if r.get("measured")]
+    if args.model:
+        from benchmarks.__main__ import choose, make_brain
+
+        tasks = choose(False, "tune")
+        progress = Progress(len(tasks) * len(args.model), label="calibrate")
+        for name in args.model:
+            brain = make_brain("llamacpp", name, None)
+            measured = measure(brain, tasks, progress)
+            results.append({"model": name, "split": "tune", "policies": "plain", **calibrate(measured),
+                            "measured": measured})  # fmt: skip
+    for found in results:
+        print(found["model"], "floor", found["floor"], "abstention", found["abstention"], "cost", found["cost"])
     # a model calibrated again replaces its earlier result; the others stay
     mine = {r["model"] for r in results}
     merged = [r for r in kept if r["model"] not in mine] + results

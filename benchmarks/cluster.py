@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import shapeloop
-from benchmarks import repeats, required, variants
+from benchmarks import repeats, required
 from benchmarks.fc_tasks import CALL_TASKS
 from benchmarks.raw import run_raw, run_raw_suite
 from benchmarks.suite import AnyTask, Progress, run_suite, run_task
@@ -89,7 +89,7 @@ class Sweep:
     Attributes:
         names: the models.
         backend: the backend each worker makes its brain on (and ``base_url``, its server).
-        variant: the prompt or mechanism variant every worker runs under.
+        policies: the loop's policies spec (``shapeloop.policies.resolve``) every loop run takes.
         tasks: the suite's tasks (loop, constrained, and the raw baseline unless ``raw`` is off).
         flat_tasks: the tool tasks also run with the flat schema (with ``extras``).
         looping: the tasks the repeat measurement runs (with ``extras``).
@@ -101,7 +101,7 @@ class Sweep:
     names: Sequence[str]
     backend: str
     base_url: str | None
-    variant: str
+    policies: str
     tasks: Sequence[AnyTask]
     flat_tasks: Sequence[Task]
     looping: Sequence[Task]
@@ -126,7 +126,9 @@ def plan(sweep: Sweep) -> list[_Item]:
         if sweep.extras:
             passes += [("prose", "per_tool", sweep.tasks), ("constrained", "flat", sweep.flat_tasks)]
         items += [
-            (name, "loop", (t.name, mode, schema, sweep.max_steps)) for mode, schema, chosen in passes for t in chosen
+            (name, "loop", (t.name, mode, schema, sweep.max_steps, sweep.policies))
+            for mode, schema, chosen in passes
+            for t in chosen
         ]
         if sweep.raw:
             items += [(name, "raw", (t.name,)) for t in sweep.tasks]
@@ -143,14 +145,12 @@ class Worker:
     shared between two runs.
     """
 
-    def __init__(self, backend: str, model: str, base_url: str | None, variant: str, threads: int) -> None:
-        self.variant = variants.VARIANTS[variant]()
-        self.variant.__enter__()  # held for the worker's life: every run in it uses the variant
+    def __init__(self, backend: str, model: str, base_url: str | None, threads: int) -> None:
         options: dict[str, Any] = {"context": 4096, "n_threads": threads} if backend == "llamacpp" else {}
         self.brain = backends.create(backend, model, base_url=base_url, **options)
 
-    def loop(self, task: str, mode: str, schema: str, max_steps: int) -> Record:
-        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps)
+    def loop(self, task: str, mode: str, schema: str, max_steps: int, policies: str) -> Record:
+        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps, policies=policies)
 
     def raw(self, task: str) -> Record:
         return run_raw(self.brain, BY_NAME[task])
@@ -222,7 +222,7 @@ def _schedule(ray: Any, chosen: Sweep, items: list[_Item], progress: Progress | 
     per_model = max(1, cpus // len(chosen.names))
     actor = ray.remote(num_cpus=1)(Worker)
     queues = {name: deque(i for i in items if i.model == name) for name in chosen.names}
-    idle = {name: [actor.remote(chosen.backend, name, chosen.base_url, chosen.variant, 1) for _ in range(per_model)]
+    idle = {name: [actor.remote(chosen.backend, name, chosen.base_url, 1) for _ in range(per_model)]
             for name in chosen.names}  # fmt: skip
     pending: dict[Any, tuple[_Item, Any]] = {}
     out: dict[int, Record] = {}

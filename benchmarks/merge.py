@@ -5,7 +5,7 @@ one ``suite.json`` and its report.
     python -m benchmarks.merge measurements/suite.json runs/1.5b-test/suite.json --out measurements
 
 A later file's record of the same model, method and task replaces an earlier one; the runs must share
-their settings (steps, stuck limit, context), or the merge is refused, since their figures would not
+their settings (steps, stuck limit, context, policies), or the merge is refused, since their figures would not
 compare.
 """
 
@@ -20,7 +20,8 @@ from typing import Any
 from benchmarks.__main__ import _write_all, all_tasks
 from benchmarks.suite import AnyTask, succeeded
 
-COMPARED = ("backend", "max_steps", "stuck_limit", "temperature", "n_ctx", "variant")
+# "variant" names how runs made before the policies were patched; "policies" the loop's help since
+COMPARED = ("backend", "max_steps", "stuck_limit", "temperature", "n_ctx", "variant", "policies")
 
 
 def merge(paths: list[Path], out: Path) -> Path:

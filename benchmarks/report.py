@@ -89,7 +89,10 @@ def _suite(folder: Path, suite: dict[str, Any]) -> list[str]:
     """The headline table (loop vs raw baseline, per half), the kinds, and how runs ended."""
     settings = suite.get("settings", {})
     title = f"## Task suite ({suite['tasks']} tasks; run took {suite['seconds'] / 60:.0f} min"
-    title += f"; variant {settings['variant']})" if settings.get("variant", "shipped") != "shipped" else ")"
+    if "policies" in settings:
+        title += f"; policies {settings['policies']})"
+    else:  # a run made before the policies, when a variant patched the loop
+        title += f"; variant {settings['variant']})" if settings.get("variant", "shipped") != "shipped" else ")"
     parts = [
         title,
         "",
@@ -120,10 +123,12 @@ def _suite(folder: Path, suite: dict[str, Any]) -> list[str]:
                  "mean steps", "s / task"], rows), ""]  # fmt: skip
     parts += _kinds(summaries, models)
     rows = [[s["model"], s["split"], s["method"], ", ".join(f"{k} {v}" for k, v in sorted(s["stops"].items())),
-             _pct(s["valid_step_rate"]), s["no_tool_tasks_that_called_a_tool"]]
+             _pct(s["valid_step_rate"]), s["no_tool_tasks_that_called_a_tool"],
+             ", ".join(f"{k} {v}" for k, v in sorted(s.get("interventions", {}).items())) or "-"]
             for s in summaries if s["split"] != "all"]  # fmt: skip
     parts += ["### How runs ended", "", _table(["model", "half", "method", "stops", "valid steps",
-                                                "abstention tasks with a tool call"], rows), ""]  # fmt: skip
+                                                "abstention tasks with a tool call", "policy interventions"],
+                                               rows), ""]  # fmt: skip
     if _chart(folder, suite):
         parts += ["![task success by model, loop vs raw baseline](success.png)", ""]
     return parts

@@ -1,4 +1,5 @@
-"""The benchmark suite: its acceptors, its extraction cases, and a --quick run on a real model."""
+"""The benchmark suite: its acceptors, its extraction cases, its policies specs, the fit floor's
+calibration, and a --quick run on a real model."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from pathlib import Path
 import pytest
 from benchmarks import extraction
 from benchmarks.__main__ import all_tasks, choose, splits
+from benchmarks.suite import run_task, summarise
 from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says, yes_no
 
-from helpers import need_model
+from helpers import answer_step, need_model, tool_step
+from overlap_server import serving
+from shapeloop import Capabilities, Request, ScriptedBrain, UsageError, policies
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -164,74 +168,117 @@ def test_the_committed_run_agrees_with_the_checks_as_they_are_now() -> None:
     assert stale == []
 
 
-def test_calibration_picks_the_largest_bias_that_costs_at_most_two_points() -> None:
+def test_calibration_picks_a_fit_floor_halfway_between_the_fits_on_either_side() -> None:
     from benchmarks.calibrate import calibrate
 
-    def record(kind: str, gap: float) -> dict[str, object]:
-        return {"task": f"{kind}{gap}", "kind": kind, "first_step": "tool", "decision_gaps": [gap]}
-
-    # 50 tool tasks, one of them close (gap 0.8); three abstention tasks at gaps 0.3, 1.2 and 5
-    records = [record("call", 4.0 + i / 10) for i in range(49)] + [record("call", 0.8)]
-    records += [record("irrelevant", 0.3), record("irrelevant", 1.2), record("irrelevant", 5.0)]
-    found = calibrate(records)  # type: ignore[arg-type]
-    # 1.5 answers two of three abstention tasks and turns the close tool task into an answer (1 of 50
-    # = 2%); up to 4.0 nothing more is won, and 4.5 costs five more tool tasks
-    assert found["chosen"] == 1.5
-    row = next(r for r in found["table"] if r["bias"] == 1.0)
-    assert row["abstention"] == 0.333 and row["lost"] == ["call0.8"]
-
-
-def test_calibration_picks_a_fit_floor_halfway_between_the_fits_on_either_side_then_the_bias() -> None:
-    from benchmarks.calibrate import calibrate
-
-    def record(kind: str, fit: float, gap: float = 5.0) -> dict[str, object]:
-        return {"task": f"{kind}{fit}", "kind": kind, "first_step": "tool", "decision_gaps": [gap], "fit": fit}
+    def record(kind: str, fit: float, first_step: str = "tool") -> dict[str, object]:
+        return {"task": f"{kind}{fit}", "kind": kind, "first_step": first_step, "fit": fit}
 
     # 50 tool tasks with fits from -0.5 up; abstention tasks at -1.5, -0.9 (below every tool task),
-    # -0.2 (among them) and 0.4 with a small gap (only the bias reaches it)
+    # -0.2 (among them), and 0.4, which answers by itself
     records = [record("call", -0.5 + i / 10) for i in range(50)]
     records += [record("irrelevant", -1.5), record("no_tool", -0.9), record("irrelevant", -0.2),
-                record("irrelevant", 0.4, gap=0.3)]  # fmt: skip
+                record("irrelevant", 0.4, first_step="answer")]  # fmt: skip
     found = calibrate(records)  # type: ignore[arg-type]
     # -0.7 (halfway between -0.9 and -0.5) catches two at no cost; a floor one fit higher costs a tool
     # task and wins nothing, and the next win (-0.2) would cost four
-    assert found["floor"] == -0.7
-    assert found["chosen"] == 0.5  # the bias then adds the close one, at no cost
-    row = next(r for r in found["table"] if r["bias"] == 0.5)
-    assert row["abstention"] == 0.75 and row["lost"] == []
+    assert found["floor"] == -0.7 and found["abstention"] == 0.75 and found["cost"] == 0.0
+    assert found["with_fit"] == len(records)
+    row = next(r for r in found["table"] if r["floor"] == -0.45)
+    assert row["lost"] == ["call-0.5"] and row["abstention"] == 0.75
+    # no fit below the tool tasks: no floor is worth its cost
+    assert calibrate([r for r in records if r["fit"] > -0.6])["floor"] is None  # type: ignore[index]
 
 
-def test_calibration_picks_the_unshared_floor_among_tasks_that_share_no_word_with_a_tool() -> None:
-    from benchmarks.calibrate import calibrate
+class _Scorer(ScriptedBrain):
+    """A brain that scores every text alike (so the fit-floor policy measures each task, and every fit
+    is 0) and, once the run has a result, answers; before, it reads colour.txt."""
 
-    def record(kind: str, fit: float, shared: bool) -> dict[str, object]:
-        return {"task": f"{kind}{fit}", "kind": kind, "first_step": "tool", "decision_gaps": [9.0], "fit": fit,
-                "shared_words": ["file"] if shared else []}  # fmt: skip
+    def __init__(self, floor: float = 0.5) -> None:
+        super().__init__(self._reply, capabilities=Capabilities(logprobs=True, calibration=(("fit_floor", floor),)))
+        self.scored = 0
 
-    # tool tasks that share a word sit as low as -0.6; those that share none start at 0.3; abstention
-    # tasks that share none at -1.0, -0.2 and 0.1, and one that shares a word at 0.0
-    records = [record("call", -0.6 + i / 10, shared=True) for i in range(40)]
-    records += [record("call", 0.3 + i / 10, shared=False) for i in range(20)]
-    records += [record("irrelevant", -1.0, False), record("irrelevant", -0.2, False),
-                record("no_tool", 0.1, False), record("irrelevant", 0.0, True)]  # fmt: skip
-    found = calibrate(records)  # type: ignore[arg-type]
-    assert found["floor"] == -0.8, "halfway between -1.0 and the lowest tool task, -0.6"
-    # halfway between 0.1 and 0.3, the fits on either side among the tasks that share no word
-    assert found["unshared_floor"] == 0.2
-    row = next(r for r in found["table"] if r["bias"] == found["chosen"])
-    assert row["abstention"] == 0.75 and row["lost"] == [], "the one that shares a word still calls"
-    # with no task that shares no word, there is no second floor
-    assert calibrate([r for r in records if r["shared_words"]])["unshared_floor"] is None  # type: ignore[arg-type,index]
+    def _reply(self, request: Request) -> str:
+        schema = request.schema or {}
+        offered = {v["properties"]["action"].get("const", "tool") for v in schema.get("anyOf", [schema])}
+        if request.results or "tool" not in offered:  # a step shaped to answer only gets an answer
+            return answer_step("It names teal.")
+        return tool_step("read_file", path="colour.txt")
+
+    def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+        self.scored += 1
+        return [-1.0, -1.0]
 
 
-def test_the_catalogue_biases_and_floors_are_the_calibrated_ones() -> None:
+def test_calibration_measures_each_tasks_fit_as_the_policy_does_on_a_plain_first_step() -> None:
+    from benchmarks.calibrate import fit_of, measure
+
+    tasks = [t for t in all_tasks() if t.name in ("colour", "capital")]
+    brain = _Scorer()
+    measured = measure(brain, tasks)
+    assert [(r["task"], r["first_step"], r["fit"]) for r in measured] == [("colour", "tool", 0.0),
+                                                                         ("capital", "tool", 0.0)]  # fmt: skip
+    assert brain.scored > 0
+    with pytest.raises(UsageError, match="cannot score text"):
+        fit_of(ScriptedBrain([]), tasks[0])
+
+
+@pytest.mark.parametrize("spec", [*policies.available(), "default,fit-floor", "plain,fit-floor,-fit-floor"])
+def test_every_policies_spec_runs_a_task_and_its_record_says_which_ran(spec: str) -> None:
+    """A benchmark variant is a preset plus or minus a policy: each one the library names runs here."""
+    task = next(t for t in all_tasks() if t.name == "colour")
+    record = run_task(_Scorer(), task, mode="constrained", max_steps=3, policies=spec)
+    assert record["policies"] == spec
+    assert record["policies_ran"] == [p.name for p in policies.resolve(spec)]
+    assert set(record["interventions"]) <= set(record["policies_ran"])
+    assert record["stop"] == "answered" and record["success"], record
+
+
+def test_a_policy_that_intervenes_is_counted_in_the_record_and_the_summary() -> None:
+    task = next(t for t in all_tasks() if t.name == "colour")
+    record = run_task(_Scorer(floor=0.5), task, mode="constrained", max_steps=3, policies="plain,fit-floor")
+    # every fit is 0, below the floor: the first step may only answer
+    assert record["interventions"] == {"fit-floor": 1} and record["first_intervention"].startswith("fit-floor.")
+    assert record["first_step"] == "answer" and record["tool_calls"] == 0
+    plain = run_task(_Scorer(), task, mode="constrained", max_steps=3, policies="plain")
+    assert plain["interventions"] == {} and plain["first_intervention"] is None and plain["first_step"] == "tool"
+    summary = summarise([{**record, "split": "tune"}, {**plain, "split": "tune"}])
+    assert summary["interventions"] == {"fit-floor": 1} and summary["median_seconds"] is not None
+
+
+def test_the_benchmark_takes_policies_records_them_and_refuses_an_unknown_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.__main__ import main
+
+    with serving(hold=1) as server:
+        main(["--quick", "--backend", "openai", "--base-url", server.url, "--model", "fake", "--no-raw",
+              "--policies", "plain", "--task", "colour", "--task", "capital", "--out", str(tmp_path)])  # fmt: skip
+    suite = json.loads((tmp_path / "suite.json").read_text())
+    assert suite["settings"]["policies"] == "plain" and "variant" not in suite["settings"]
+    assert suite["records"] and {r["policies"] for r in suite["records"]} == {"plain"}
+    assert "policies plain" in (tmp_path / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["--policies", "default,no-such-policy", "--out", str(tmp_path)])
+    assert "unknown policy 'no-such-policy'" in capsys.readouterr().err
+
+
+def test_runs_with_other_policies_do_not_merge(tmp_path: Path) -> None:
+    from benchmarks.merge import merge
+
+    whole = json.loads((ROOT / "measurements" / "suite.json").read_text())
+    parts = []
+    for index, spec in enumerate(("plain", "default,fit-floor")):
+        parts.append(tmp_path / f"{index}.json")
+        parts[-1].write_text(json.dumps({**whole, "settings": {**whole["settings"], "policies": spec}}))
+    with pytest.raises(SystemExit, match=r"other settings \(policies\)"):
+        merge(parts, tmp_path / "refused")
+
+
+def test_the_catalogue_fit_floors_are_the_calibrated_ones() -> None:
     from shapeloop import models
 
     calibration = json.loads((ROOT / "measurements" / "calibration.json").read_text())
-    chosen = {r["model"]: r["chosen"] for r in calibration["results"]}
     floors = {r["model"]: r.get("floor") for r in calibration["results"]}
-    unshared = {r["model"]: r.get("unshared_floor") for r in calibration["results"]}
     for name, entry in models.CATALOGUE.items():
-        assert entry.answer_bias == chosen.get(name), name
         assert entry.fit_floor == floors.get(name), name
-        assert entry.unshared_fit_floor == unshared.get(name), name

@@ -22,7 +22,8 @@ from shapeloop.backends.openai import OpenAIBrain
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ("suite", "schemas", "required", "repeats", "extraction")
-DATA_KEYED = {"stops", "success_by_kind", "first_call_by_kind"}  # maps whose keys are outcomes, not fields
+# maps whose keys are outcomes or policies, not fields
+DATA_KEYED = {"stops", "success_by_kind", "first_call_by_kind", "interventions"}
 
 
 def need_ray() -> None:
@@ -99,14 +100,14 @@ def test_concurrency_refuses_a_brain_that_holds_one_model_and_says_to_use_a_serv
 def test_the_sweep_plan_is_models_times_modes_times_tasks_in_a_local_runs_order() -> None:
     tasks = choose(True, "all")
     flat = [t for t in tasks if t.kind == "read"]
-    sweep = cluster.Sweep(names=["a", "b"], backend="openai", base_url=None, variant="shipped", tasks=tasks,
+    sweep = cluster.Sweep(names=["a", "b"], backend="openai", base_url=None, policies="plain", tasks=tasks,
                           flat_tasks=flat, looping=flat[:1], extras=True, raw=True)  # fmt: skip
     items = cluster.plan(sweep)
     per_model = 3 * len(tasks) + len(flat) + 2
     assert len(items) == 2 * per_model and [i.index for i in items] == list(range(len(items)))
     first = items[:per_model]
     assert {i.model for i in first} == {"a"}
-    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool", 8)] * len(tasks)
+    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool", 8, "plain")] * len(tasks)
     assert [i.method for i in first[-len(tasks) - 2 :]] == ["raw"] * len(tasks) + ["required", "repeats"]
 
 
