@@ -264,3 +264,30 @@ def test_shapeloop_chat_runs_a_conversation_and_shows_each_cut(tmp_path: Path) -
     assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 256: 512 characters of history
     again = Conversation.resume(log, ScriptedBrain([answer_step("still y")]), [], policies=())
     assert [t.answer for t in again.turns] == ["all y", "yes, all y"] and "y" * 1500 not in contents(again.history)
+
+
+def test_policies_serve_each_request_the_state_line_as_the_tools_are_now() -> None:
+    from shapeloop.policies.ranking import ToolRanking
+    from shapeloop.policies.state import StateLine
+
+    folders = Folders()
+    seen: list[Request] = []
+    replies = [tool_step("cd", folder="docs"), answer_step("in docs"), tool_step("ls"), answer_step("two files")]
+
+    def brain(request: Request) -> str:
+        seen.append(request)
+        return replies.pop(0)
+
+    state = StateLine(lambda: f"current folder: {folders.cwd}")
+    talk = Conversation(ScriptedBrain(brain), folders.tools(), policies=[state, ToolRanking(max_tools=2)])
+    talk.ask("Go to docs.")
+    turn = talk.ask("List the files.")
+    assert [r.messages[-1]["content"].splitlines()[0] for r in seen] == [
+        "current folder: /",
+        "current folder: /docs",
+        "current folder: /docs",
+        "current folder: /docs",
+    ]
+    assert {name for name, _ in seen[0].offered} == {"cd", "ls"}  # ranked for each request anew
+    assert {name for name, _ in seen[2].offered} == {"ls", "cat"}
+    assert turn.ok and turn.run.policies == ("state-line", "tool-ranking")
