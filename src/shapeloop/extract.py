@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shapeloop.limits import Limits, json_decoder
 from shapeloop.step import BATCH_FIELDS, FIELDS, Batch, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
@@ -33,7 +34,6 @@ _SPACE = re.compile(r"\s*")
 # An object that may be a step: its first key is one of the step's fields (extra keys are refused).
 _SHAPES = (frozenset(FIELDS), frozenset(BATCH_FIELDS))  # a step's keys, or a batch's
 _OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(_SHAPES[0] | _SHAPES[1])) + ')"')
-_DECODER = json.JSONDecoder(strict=False)
 _WINDOW = 256  # characters decoded at first from a candidate; grown fourfold while cut short
 _VALIDATION_COST = 256  # what a full validation is charged, in characters of budget
 
@@ -71,7 +71,7 @@ class Extraction:
         return f"no step among {self.objects} object(s){removed}: {self.error}"
 
 
-def extract_step(text: str) -> Extraction:
+def extract_step(text: str, *, limits: Limits | None = None) -> Extraction:
     """Find the step in a model's reply.
 
     The whole reply is tried first (also with a leading ``<think>`` block and an outer code fence
@@ -79,17 +79,22 @@ def extract_step(text: str) -> Extraction:
     ``<think>...</think>`` are set aside, and the rest are decoded last first: the first that
     validates as a :class:`Step` wins. The reply's text is never altered, so a think tag or a
     fence inside a string value survives.
+
+    The JSON is read strictly (:func:`~shapeloop.limits.json_decoder`): an object holding NaN,
+    Infinity or an integer longer than ``limits.max_integer_digits`` is not a step, and the error
+    says which number.
     """
+    decoder = json_decoder(limits or Limits())
     regions = _think_regions(text)
     stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
     for candidate in (text.strip(), _unwrap(text, regions)):
-        whole = _as_step(candidate)
+        whole = _as_step(candidate, decoder)
         if not isinstance(whole, str):
             return Extraction(step=whole, whole=True, stripped=stripped)
     starts = [match.start() for match in _OPENING.finditer(text)]
     if regions:
         starts = [start for start in starts if not _inside(start, regions)]
-    return _last_step(text, starts, stripped)
+    return _last_step(text, starts, stripped, decoder)
 
 
 def split_think(text: str) -> tuple[str, str]:
@@ -160,7 +165,7 @@ def _inside(position: int, regions: list[tuple[int, int]]) -> bool:
     return index >= 0 and regions[index][0] <= position < regions[index][1]
 
 
-def _last_step(text: str, starts: list[int], stripped: tuple[str, ...]) -> Extraction:
+def _last_step(text: str, starts: list[int], stripped: tuple[str, ...], decoder: json.JSONDecoder) -> Extraction:
     error = None
     if not starts:
         error = "the reply holds no JSON object" + (" that starts like a step" if "{" in text else "")
@@ -170,7 +175,7 @@ def _last_step(text: str, starts: list[int], stripped: tuple[str, ...]) -> Extra
     for index in range(len(starts) - 1, max(-1, len(starts) - 1 - tries), -1):
         if budget < 0:
             break
-        value, cost = _decode_at(text, starts[index])
+        value, cost = _decode_at(text, starts[index], decoder)
         budget -= cost
         result = value if isinstance(value, str) else _step_of(value, explain=error is None)
         if not isinstance(result, str):
@@ -181,7 +186,7 @@ def _last_step(text: str, starts: list[int], stripped: tuple[str, ...]) -> Extra
     return Extraction(step=None, objects=len(starts), stripped=stripped, error=error)
 
 
-def _decode_at(text: str, start: int) -> tuple[Any, int]:
+def _decode_at(text: str, start: int, decoder: json.JSONDecoder) -> tuple[Any, int]:
     """The JSON value that begins at ``start`` (or why there is none), and the characters it cost.
 
     The scanner reads a window of the text, grown while an error could be the window's cut
@@ -194,22 +199,24 @@ def _decode_at(text: str, start: int) -> tuple[Any, int]:
         window = text[start:stop]
         cost += len(window)
         try:
-            return _DECODER.raw_decode(window)[0], cost
+            return decoder.raw_decode(window)[0], cost
         except json.JSONDecodeError as exc:
             cut_short = exc.pos >= len(window) - 8 or exc.msg.startswith("Unterminated string")
             if stop == len(text) or not cut_short:
                 return f"invalid JSON ({exc.msg} at character {exc.pos})", cost
+        except ValueError as exc:  # a number the strict reader refuses: more text cannot mend it
+            return f"invalid JSON ({exc})", cost
         except RecursionError:
             return "invalid JSON (nested too deeply)", cost
         size *= 4
 
 
-def _as_step(candidate: str) -> Step | Batch | str:
+def _as_step(candidate: str, decoder: json.JSONDecoder) -> Step | Batch | str:
     """The candidate as a step, or a short reason why it is not one."""
     if not candidate.startswith("{"):
         return "the reply is not a JSON object"
     try:
-        data = json.loads(candidate, strict=False)
+        data = decoder.decode(candidate)
     except (ValueError, RecursionError) as exc:
         return f"invalid JSON ({exc})"
     return _step_of(data, explain=True)

@@ -19,6 +19,9 @@ import jsonschema.exceptions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
+from shapeloop.limits import Limits, json_decoder, schema_problem, value_problem
+from shapeloop.pattern import bounded_validator
+
 MAX_ERRORS = 8
 """The most validation errors put to the model at once (a small model reads the first few)."""
 
@@ -39,9 +42,12 @@ class TypedAnswer:
     Attributes:
         schema: the answer's JSON schema, as the step schema embeds it.
         expects_text: the answer is a JSON string, so text is never parsed as JSON.
+        limits: the run's bounds; an answer beyond them (NaN, a huge integer, too long, too
+            deep) is refused before it is validated.
     """
 
     schema: dict[str, Any]
+    limits: Limits = field(default_factory=Limits)
     _adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
     _validator: Any = field(default=None, repr=False)
 
@@ -52,8 +58,11 @@ class TypedAnswer:
     def check(self, value: Any) -> Checked:
         """Validate ``value``; a string that holds JSON is read as that JSON (small models quote objects)."""
         if isinstance(value, str) and not self.expects_text:
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
+            with contextlib.suppress(ValueError, RecursionError):
+                value = json_decoder(self.limits).decode(value)
+        problem = value_problem(value, self.limits, what="the answer")
+        if problem is not None:
+            return Checked(errors=(problem,))
         if self._adapter is not None:
             try:
                 obj = self._adapter.validate_python(value)
@@ -66,22 +75,28 @@ class TypedAnswer:
         return Checked(value=value, text=json.dumps(value, ensure_ascii=False))
 
 
-def typed_answer(output_type: Any) -> TypedAnswer:
+def typed_answer(output_type: Any, *, limits: Limits | None = None) -> TypedAnswer:
     """The :class:`TypedAnswer` for ``output_type``: a type pydantic can validate, or a JSON schema dict.
+
+    Its schema is checked against ``limits`` first (:func:`~shapeloop.limits.schema_problem`: size,
+    depth, ``$ref`` that dangle or recurse without end, patterns the engine cannot run), and the
+    dict's ``pattern`` checks run without backtracking (:mod:`shapeloop.pattern`).
 
     Raises:
         TypeError: pydantic cannot build a schema for the type.
-        ValueError: the dict is not a valid JSON schema.
+        ValueError: the dict is not a valid JSON schema, or the schema is refused; one line.
     """
+    limits = limits or Limits()
     if isinstance(output_type, Mapping):
         schema = dict(output_type)
+        _check(schema, limits)
         validator_cls = jsonschema.validators.validator_for(schema)
         try:
             validator_cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
             where = _path(exc.absolute_path)
             raise ValueError(f"output_type is not a valid JSON schema: {where}: {exc.message}") from exc
-        return TypedAnswer(schema=schema, _validator=validator_cls(schema))
+        return TypedAnswer(schema=schema, limits=limits, _validator=bounded_validator(schema, limits.pattern_seconds))
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = adapter.json_schema()
@@ -91,7 +106,14 @@ def typed_answer(output_type: Any) -> TypedAnswer:
             f"output_type {output_type!r} has no JSON schema ({why}): use a pydantic model, a dataclass, "
             "a TypedDict or a JSON schema dict"
         ) from exc
-    return TypedAnswer(schema=schema, _adapter=adapter)
+    _check(schema, limits)
+    return TypedAnswer(schema=schema, limits=limits, _adapter=adapter)
+
+
+def _check(schema: dict[str, Any], limits: Limits) -> None:
+    problem = schema_problem(schema, limits)
+    if problem is not None:
+        raise ValueError(f"output_type's schema is refused: {problem}")
 
 
 def _pydantic_errors(exc: ValidationError) -> list[str]:

@@ -10,6 +10,7 @@ retitle the window, hide text or move the cursor.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -38,7 +39,38 @@ def printable(text: str) -> str:
 
 
 def to_json(value: Any) -> str:
-    """``value`` as one line of JSON that always encodes as UTF-8: non-ASCII text is kept as it
-    is, and a lone surrogate becomes the JSON escape ``\\uXXXX`` (it reads back as the same string)."""
-    line = json.dumps(value, ensure_ascii=False, default=str)
+    """``value`` as one line of JSON that always encodes as UTF-8 and that a strict reader takes:
+    non-ASCII text is kept as it is, a lone surrogate becomes the JSON escape ``\\uXXXX`` (it reads
+    back as the same string), and what JSON cannot hold is written as text (see :func:`json_text`)."""
+    line = json_text(value, ensure_ascii=False)
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", line)
+
+
+_MOST_DEPTH = 200  # nesting written out in full; deeper values are cut (nothing valid gets there)
+_MOST_BITS = 14_000  # about 4 200 digits: Python will not print a longer integer
+
+
+def json_text(value: Any, **dumps: Any) -> str:
+    """``json.dumps(value, **dumps)``, never raising for the values a model can send: NaN and
+    Infinity become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (never bare: strict
+    readers refuse those), an integer too long to print becomes ``"<an integer of N bits>"``,
+    nesting past 200 levels is cut to ``"..."``, and anything else is written as ``str()``."""
+    try:
+        return json.dumps(value, allow_nan=False, default=str, **dumps)
+    except (ValueError, RecursionError):
+        return json.dumps(_plain(value, 0), allow_nan=False, default=str, **dumps)
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """``value`` with what JSON cannot write replaced by text (recursion bounded by ``_MOST_DEPTH``)."""
+    if depth > _MOST_DEPTH:
+        return "..."
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > _MOST_BITS:
+        return f"<an integer of {abs(value).bit_length()} bits>"
+    if isinstance(value, dict):
+        return {str(key): _plain(sub, depth + 1) for key, sub in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(sub, depth + 1) for sub in value]
+    return value

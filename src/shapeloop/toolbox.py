@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from shapeloop.errors import TimedOut, ToolFailure, ToolRefusal
+from shapeloop.limits import Limits, schema_problem
 from shapeloop.text import escape_surrogates
 from shapeloop.tools import Tool, ToolCall
 
@@ -75,7 +76,13 @@ class Toolbox:
     """The tools of one run, with the run's policy: allow and deny lists, approval, truncation and
     a time limit per call (``timeout`` seconds, or None for none).
 
-    Deny wins over allow; a tool that is not permitted is neither advertised nor run.
+    Deny wins over allow; a tool that is not permitted is neither advertised nor run. Each tool's
+    parameters schema is held to ``limits`` when the toolbox is made, and each call's arguments
+    before it runs (:mod:`shapeloop.limits`).
+
+    Raises:
+        ValueError: a tool's schema is refused (too large or deep, a ``$ref`` that dangles or
+            recurses without end, a pattern that needs backtracking); one line naming the tool.
     """
 
     def __init__(
@@ -87,13 +94,18 @@ class Toolbox:
         approve: Approver | None = None,
         max_result_chars: int = 4000,
         timeout: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        self.limits = limits or Limits()
         self._all: dict[str, Tool] = {}
         for item in tools:
             if not isinstance(item, Tool):
                 raise TypeError(f"expected a shapeloop Tool, got {item!r}: decorate the function with @tool")
             if item.name in self._all:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
+            problem = schema_problem(item.parameters, self.limits)
+            if problem is not None:
+                raise ValueError(f"tool {item.name!r}: its parameters schema is refused: {problem}")
             self._all[item.name] = item
         allowed = set(self._all) if allow is None else self._names(allow, "allow_tools")
         denied = self._names(deny or (), "deny_tools")
@@ -132,9 +144,7 @@ class Toolbox:
             return self._result(call, ToolStatus.DENIED, _denied(call, refusal))
         return self._result(call, *self._execute(call, seconds_left))
 
-    def run_batch(
-        self, calls: Sequence[ToolCall], *, seconds_left: float | None = None
-    ) -> list[ToolResult]:
+    def run_batch(self, calls: Sequence[ToolCall], *, seconds_left: float | None = None) -> list[ToolResult]:
         """Run the calls of one step; the results are in the order of ``calls``.
 
         Every call is checked first and every acting call put to the approver, in order. If one is
@@ -183,7 +193,7 @@ class Toolbox:
         chosen = self.tools.get(call.tool)
         if chosen is None:
             return self._not_available(call.tool)
-        problem = chosen.argument_errors(call.args)
+        problem = chosen.argument_errors(call.args, limits=self.limits)
         if problem is not None:
             return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
         return None

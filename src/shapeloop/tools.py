@@ -20,6 +20,9 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 
 from shapeloop.errors import ToolFailure
+from shapeloop.limits import Limits, value_problem
+from shapeloop.pattern import bounded_validator
+from shapeloop.text import json_text
 
 LockKey = str | Callable[[Mapping[str, Any]], "str | None"]
 
@@ -59,7 +62,8 @@ class Tool:
     lock_key: LockKey | None = field(default=None, repr=False)
     optional_when_named: bool = False
     choices: Callable[[str], Mapping[str, Sequence[str]]] | None = field(default=None, repr=False, compare=False)
-    _validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
+    # a validator per pattern time bound (a run's Limits.pattern_seconds); its patterns never backtrack
+    _validators: dict[float, jsonschema.protocols.Validator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -70,15 +74,24 @@ class Tool:
             validator_cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
             raise ValueError(f"tool {self.name!r}: parameters is not a valid JSON schema: {exc.message}") from exc
-        object.__setattr__(self, "_validator", validator_cls(schema))
+        object.__setattr__(self, "_validators", {})
 
     def __call__(self, **args: Any) -> Any:
         """Call the underlying function directly (no validation, no gate)."""
         return self.fn(**args)
 
-    def argument_errors(self, args: Mapping[str, Any]) -> str | None:
-        """The validator's message for the most relevant problem with ``args``, or None."""
-        error = jsonschema.exceptions.best_match(self._validator.iter_errors(dict(args)))
+    def argument_errors(self, args: Mapping[str, Any], *, limits: Limits | None = None) -> str | None:
+        """The most relevant problem with ``args``, or None: first what is out of ``limits`` (NaN,
+        Infinity, a huge integer, deep nesting, too many characters), then the validator's message."""
+        limits = limits or Limits()
+        problem = value_problem(dict(args), limits)
+        if problem is not None:
+            return problem
+        validator = self._validators.get(limits.pattern_seconds)
+        if validator is None:
+            validator = bounded_validator(self.parameters, limits.pattern_seconds)
+            self._validators[limits.pattern_seconds] = validator
+        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)
@@ -260,7 +273,7 @@ class ToolCall:
     @property
     def key(self) -> str:
         """Canonical identity: the name plus the arguments as sorted, compact JSON."""
-        return json.dumps([self.tool, self.args], sort_keys=True, separators=(",", ":"), default=str)
+        return json_text([self.tool, self.args], sort_keys=True, separators=(",", ":"))
 
     def __str__(self) -> str:
-        return f"{self.tool}({json.dumps(self.args, sort_keys=True, ensure_ascii=False, default=str)})"
+        return f"{self.tool}({json_text(self.args, sort_keys=True, ensure_ascii=False)})"
