@@ -2,14 +2,14 @@
 
     python -m benchmarks                 # the full run: the three catalogue models, both halves
     python -m benchmarks --quick         # a small slice, a few minutes (CI runs this)
-    python -m benchmarks --split tune --policies default,-fit-floor --out measurements/experiments/NAME
+    python -m benchmarks --split tune --policies default,fit-floor --out measurements/experiments/NAME
     python -m benchmarks --backend ollama --model qwen2.5-coder:0.5b
 
 Every task runs through the loop (constrained) and as a raw baseline (one constrained call, no loop).
 The loop runs with the policies --policies names (shapeloop.policies.resolve: a preset, a preset plus
-or minus a policy); every record says which. --extras adds
-the design measurements (prose mode, per-tool vs flat schema, required vs optional fields, repeat
-detection, extraction). Writes measurements/*.json and measurements/README.md.
+or minus a policy: plain, default, default,fit-floor); every record says which ran and what each
+did. --extras adds the design measurements (prose mode, per-tool vs flat schema, required vs optional
+fields, repeat detection, extraction). Writes measurements/*.json and measurements/README.md.
 """
 
 from __future__ import annotations
