@@ -60,14 +60,15 @@ def test_one_contract_everywhere_a_function_is_a_brain() -> None:
     assert run_agent(lambda messages, schema: ANSWER, [], "hello").answer == "hi"
 
 
-def test_a_function_of_the_request_is_told_apart_by_its_annotation() -> None:
+def test_a_function_of_the_request_is_told_apart_by_its_parameter() -> None:
     def fn(request: Request) -> Reply:
         return Reply(text=ANSWER if request.results == 0 else "")
 
     assert run_agent(ScriptedBrain(fn), [], "hello").answer == "hi"
     assert run_agent(fn, [], "hello").answer == "hi"
+    assert run_agent(ScriptedBrain(lambda request: ANSWER), [], "hello").answer == "hi"  # named so
     with pytest.raises(TypeError, match=re.escape("fn(messages, schema) -> str")):
-        ScriptedBrain(lambda request: ANSWER)  # no annotation: taken for fn(messages), one argument short
+        ScriptedBrain(lambda req: ANSWER)  # neither named nor annotated: fn(messages), one argument short
 
 
 def test_a_reply_that_is_not_a_string_is_refused_at_the_first_reply_naming_the_contract() -> None:

@@ -264,8 +264,8 @@ class ScriptedBrain(BaseBrain):
     ``ScriptedBrain(["...", "..."])`` returns the strings in order; an item may also be a
     :class:`Reply` (to script usage, a length stop or native calls) or an exception to raise.
     ``ScriptedBrain(fn)`` takes a brain function as :class:`FunctionBrain` does: ``fn(messages,
-    schema)``, or ``fn(request: Request)`` for the whole request (told apart by the signature: one
-    parameter annotated ``Request``). The messages are plain ``{"role": ..., "content": ...}`` dicts.
+    schema)``, or ``fn(request)`` for the whole request (told apart by the signature: one parameter,
+    named ``request`` or annotated ``Request``). The messages are plain ``{"role": ..., "content": ...}`` dicts.
 
     Args:
         script: the replies, or the function.
@@ -330,8 +330,8 @@ class FunctionBrain(BaseBrain):
     """A brain function as a :class:`Brain`: ``fn(messages, schema) -> str | Reply``.
 
     ``messages`` is the conversation as plain ``{"role": ..., "content": ...}`` dicts and ``schema``
-    the JSON schema the reply must satisfy (None in prose mode). A function of one parameter
-    annotated :class:`Request` (``fn(request: Request)``) gets the whole request instead. This is
+    the JSON schema the reply must satisfy (None in prose mode). A function of one parameter named
+    ``request`` or annotated :class:`Request` (``fn(request)``) gets the whole request instead. This is
     the one contract wherever shapeloop takes a function for a brain (``run_agent``, ``run_many``,
     :class:`ScriptedBrain`). It takes any schema and no native tools; its replies do not say what
     was applied, so the loop checks that a constrained reply is a JSON object.
@@ -370,15 +370,18 @@ def _request_function(fn: Callable[..., Any]) -> Callable[[Request], Any]:
     if signature is not None and not _binds(signature, 2):
         raise TypeError(
             f"brain function {shown} cannot be called with (messages, schema): a brain function is {CONTRACT} "
-            "(or fn(request: shapeloop.Request) -> str), or pass a shapeloop.BaseBrain"
+            "(or fn(request) -> str for the whole shapeloop.Request), or pass a shapeloop.BaseBrain"
         )
     return lambda request: checked(fn(copy_messages(request.messages), request.schema))
 
 
 def _takes_request(signature: inspect.Signature) -> bool:
+    """One parameter, named ``request`` or annotated :class:`Request`: the request form."""
     first = next(iter(signature.parameters.values()), None)
+    if first is None or not _binds(signature, 1) or _binds(signature, 2):
+        return False
     names = ("Request", "shapeloop.Request", "shapeloop.brain.Request")
-    return first is not None and (first.annotation is Request or first.annotation in names) and _binds(signature, 1)
+    return first.name == "request" or first.annotation is Request or first.annotation in names
 
 
 def _binds(signature: inspect.Signature, count: int) -> bool:
