@@ -36,6 +36,10 @@ _MAX_LISTED = 200
 _MAX_HINTS = 8
 _MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
+MAX_DEPTH = 32
+"""The most names a path may have (``a/b/c.txt`` has 3): a model that loops cannot grow a tree without end."""
+# a byte that is not UTF-8, as the listing shows it in a name (escape_surrogates writes it so)
+_ESCAPED_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
 # POSIX only (Linux, macOS): without openat and O_NOFOLLOW no open can be made race-free.
 _POSIX = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "fwalk")
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -303,7 +307,9 @@ class Workspace:
             _visible(pending, path)
         stack: builtins.list[int] = [self._fd]
         names: builtins.list[str] = []
+        made: builtins.list[tuple[int, str]] = []  # folders this call made: (a descriptor of the parent, name)
         detours = 0
+        done = False
         try:
             while True:
                 name = pending.popleft() if pending else "."
@@ -320,21 +326,30 @@ class Workspace:
                     continue
                 if not hidden:
                     _visible([name], path)
+                name = _as_listed(name, stack[-1])
                 try:
                     fd = os.open(name, (flags if last else _DIR_FLAGS) | _OPEN_FLAGS, 0o644, dir_fd=stack[-1])
                 except OSError as exc:
-                    detours += 1
-                    if detours > _MAX_LINKS:
-                        raise ToolFailure(f"{path!r} has too many symlinks to resolve") from exc
-                    pending.extendleft(reversed(self._detour(exc, name, stack, names, path, last, make_dirs)))
+                    instead, new_folder = self._detour(exc, name, stack, names, path, last, make_dirs)
+                    if new_folder:  # no symlink: nothing to count, a folder to remove if the call fails
+                        made.append((os.dup(stack[-1]), name))
+                    else:
+                        detours += 1
+                        if detours > _MAX_LINKS:
+                            raise ToolFailure(f"{path!r} has too many symlinks to resolve") from exc
+                    pending.extendleft(reversed(instead))
+                    if len(names) + len(pending) > MAX_DEPTH:
+                        raise ToolFailure(_too_deep(path))
                     continue
                 if last:
+                    done = True
                     return fd, "/".join([*names, name] if name != "." else names) or "."
                 stack.append(fd)
                 names.append(name)
         finally:
             for fd in stack[1:]:
                 os.close(fd)
+            _undo(made, keep=done)
 
     def _detour(
         self,
@@ -345,9 +360,10 @@ class Workspace:
         path: str,
         last: bool,
         make_dirs: bool,
-    ) -> builtins.list[str]:
+    ) -> tuple[builtins.list[str], bool]:
         """After a failed open: the components to walk instead (a symlink's target, or the name
-        again after making its folder), or a :class:`ToolFailure` saying why not."""
+        again after making its folder) and whether a folder was made, or a :class:`ToolFailure`
+        saying why not."""
         try:
             target = os.readlink(name, dir_fd=stack[-1])
         except OSError:
@@ -358,12 +374,14 @@ class Workspace:
                 while len(stack) > 1:
                     os.close(stack.pop())
                 names.clear()
-                return parts
-            return target.split("/")
+                return parts, False
+            return target.split("/"), False
         if isinstance(exc, FileNotFoundError) and make_dirs and not last:
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.mkdir(name, 0o755, dir_fd=stack[-1])
-            return [name]
+            except FileExistsError:
+                return [name], False  # made by another process meanwhile: not ours to remove
+            return [name], True
         if isinstance(exc, FileNotFoundError):
             missing = path if last else "/".join([*names, name])
             raise _NotFound(f"there is no {'file' if last else 'folder'} {missing!r}")
@@ -401,7 +419,25 @@ class Workspace:
             if text != root and not text.startswith(root.rstrip("/") + "/"):
                 raise OutsideWorkspace(f"{shown or path!r} is outside the workspace{self._inside(text, shown)}")
             text = text[len(root) :]
-        return [part for part in text.split("/") if part]
+        parts = [part for part in text.split("/") if part]
+        if len(parts) > MAX_DEPTH:
+            raise ToolFailure(_too_deep(path))
+        return parts
+
+
+def _too_deep(path: str) -> str:
+    shown = path if len(path) <= 80 else path[:80] + "..."
+    return f"{shown!r} is too deep: a path here has at most {MAX_DEPTH} names (folders and the file)"
+
+
+def _undo(made: builtins.list[tuple[int, str]], *, keep: bool) -> None:
+    """Remove the folders a failed call made, newest first (a folder something else filled is kept),
+    and close their parents' descriptors."""
+    for parent, name in reversed(made):
+        if not keep:
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=parent)
+        os.close(parent)
 
 
 def _char_bounds(data: bytes, length: int, *, at_start: bool) -> tuple[int, int]:
@@ -464,6 +500,24 @@ def _visible(names: Iterable[str], path: str) -> None:
     for name in names:
         if name.startswith(".") and name not in (".", ".."):
             raise ToolFailure(f"{path!r} is a hidden path ({name!r}); append_note does not write there")
+
+
+def _as_listed(name: str, folder: int) -> str:
+    """The name in ``folder`` that ``name`` means: itself, or where no such name is there but one
+    is with each ``\\xNN`` (NN from 80 to ff) read as the byte that is not UTF-8 it shows (the
+    listing writes such a byte so), that one."""
+    if "\\x" not in name:
+        return name
+    raw = _ESCAPED_BYTE.sub(lambda match: chr(0xDC00 + int(match.group(1), 16)), name)
+    return raw if raw != name and not _exists(name, folder) and _exists(raw, folder) else name
+
+
+def _exists(name: str, folder: int) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _continues(byte: int) -> bool:
