@@ -317,6 +317,7 @@ def test_a_policy_module_reads_no_word_list() -> None:
         exported = {
             id(n.value) for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n).startswith("__all__")
         }
+        exported |= {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}  # Literal[...] types
         for node in ast.walk(tree):
             if isinstance(node, (ast.Set, ast.List, ast.Tuple)) and id(node) not in exported:
                 literals = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]

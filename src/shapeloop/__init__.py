@@ -40,6 +40,7 @@ from shapeloop.events import (
     Event,
     JsonlSink,
     ModeChanged,
+    PolicyIntervened,
     RepeatNoticed,
     ReplyCut,
     ReplyReceived,
@@ -53,6 +54,7 @@ from shapeloop.events import (
 from shapeloop.extract import Extraction, extract_step
 from shapeloop.loop import choose_mode, run_agent
 from shapeloop.many import run_many
+from shapeloop.policies import Policy
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch, Step, flat_schema, step_schema
@@ -61,6 +63,7 @@ from shapeloop.tools import Tool, ToolCall, tool
 from shapeloop.workspace import Workspace, workspace_tools
 
 __version__ = "0.1.0"
+"""The version of this package."""
 
 __all__ = [
     "AgentRun",
@@ -89,6 +92,8 @@ __all__ = [
     "Message",
     "Mode",
     "ModeChanged",
+    "Policy",
+    "PolicyIntervened",
     "OutsideWorkspace",
     "RepeatNoticed",
     "Reply",

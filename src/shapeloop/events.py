@@ -100,11 +100,30 @@ class ToolCalled(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class CallRefused(Event):
-    """A call was refused before it ran: it held a value nothing the model was given writes."""
+    """A call was refused before it ran, by a policy's ``check_call`` (its reason in ``objection``)."""
 
     kind: ClassVar[str] = "call_refused"
     call: ToolCall
     objection: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyIntervened(Event):
+    """A policy changed the run: it shaped a step, refused a call, objected to an answer, or (hook
+    ``for_run``) was left out because the brain lacks what it needs.
+
+    Attributes:
+        policy: the policy's name.
+        hook: ``for_run``, ``shape_step``, ``check_call`` or ``check_answer``.
+        change: what it changed, in short (``offered 8 of 31 tools``, ``answer only``, ``refused``).
+        reason: why, in the policy's words.
+    """
+
+    kind: ClassVar[str] = "policy"
+    policy: str
+    hook: str
+    change: str
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +236,8 @@ class ConsoleSink:
             return self._row("call", str(event.call), "33")
         if isinstance(event, CallRefused):
             return self._row("refused", f"{event.call}: {event.objection}", "31")
+        if isinstance(event, PolicyIntervened):
+            return self._row("policy", f"{event.policy} ({event.hook}): {event.change}: {event.reason}", "35")
         if isinstance(event, ToolReturned):
             size = f"{event.chars} chars" + (", cut" if event.truncated else "")
             repeat = f" (repeat {event.repeats})" if event.repeats else ""

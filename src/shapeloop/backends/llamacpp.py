@@ -19,20 +19,13 @@ try:
 except ImportError as exc:  # numpy comes with the local extra, as llama-cpp-python does
     raise ImportError("the embedded backend needs the local extra: pip install 'shapeloop[local]'") from exc
 
-from shapeloop import fit, models
+from shapeloop import models
 from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
 from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import bounded, fallback_schemas
-
-# Added to the logit of "answer" at a task's first choice between a tool and the answer, for a model
-# the catalogue has no calibrated value for (measurements/calibration.json: qwen2.5-coder-0.5b's).
-ANSWER_BIAS = 1.5
-# Added to "answer" where no offered tool fits the task (its fit is below the model's floor): enough to
-# outweigh any tool logit the tune half showed, so the first step answers.
-UNFIT_BIAS = 30.0
 
 ERRORS: ErrorTable = (
     (ValueError, BackendError, "llama.cpp failed to generate: {exc}"),
@@ -62,19 +55,11 @@ class LlamaCppBrain(BaseBrain):
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
         answer_bias: added to the logit of ``answer`` where a constrained step chooses between
-            calling a tool and answering (fast path only), at a task's first step. Small models
-            call a tool even when none fits. By default, the value calibrated for a catalogue model
-            on the benchmark's tune half (``measurements/calibration.json``), else ``ANSWER_BIAS``.
-        fit_floor: at a task's first step, the model's fit of the task to the best offered tool
-            (:mod:`shapeloop.fit`) is measured; below this floor no tool fits, and the step answers
-            (fast path only). By default, the floor calibrated for a catalogue model, else none:
-            the scale is each model's own, so an uncalibrated model is not judged. ``float("-inf")``
-            turns the judgement off.
-        unshared_fit_floor: a second, higher floor for a task that shares no word with any offered
-            tool (:func:`shapeloop.fit.shared_words`). By default, the one calibrated for a catalogue
-            model, else none. ``fit_floor=float("-inf")`` turns both off.
-        restate_task: the task's words again after each good tool result
-            (:attr:`~shapeloop.Capabilities.restate_task`). By default, a catalogue model's setting.
+            calling a tool and answering (fast path only), at a task's first step; 0 by default.
+
+    The brain scores text (``Capabilities.logprobs``: :meth:`continuation_logprobs`), and declares
+    the fit floor calibrated for a catalogue model (``Capabilities.calibration``), which the
+    :class:`~shapeloop.policies.FitFloor` policy reads.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -95,10 +80,7 @@ class LlamaCppBrain(BaseBrain):
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
-        answer_bias: float | None = None,
-        fit_floor: float | None = None,
-        unshared_fit_floor: float | None = None,
-        restate_task: bool | None = None,
+        answer_bias: float = 0.0,
     ) -> None:
         self.name = os.fspath(model)
         if llama is None:
@@ -111,16 +93,10 @@ class LlamaCppBrain(BaseBrain):
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
-        self.answer_bias = _default_bias(model) if answer_bias is None else answer_bias
+        self.answer_bias = answer_bias
         entry = models.CATALOGUE.get(os.fspath(model))
-        self.fit_floor = fit_floor if fit_floor is not None else entry.fit_floor if entry is not None else None
-        self.unshared_fit_floor = (
-            unshared_fit_floor if unshared_fit_floor is not None else entry.unshared_fit_floor if entry else None
-        )
-        if restate_task is None:
-            restate_task = entry is not None and entry.restate_task
-        self.capabilities = Capabilities(exclusive=True, restate_task=restate_task)
-        self._fits: dict[tuple[str, tuple[tuple[str, str], ...]], float | None] = {}
+        floor = () if entry is None or entry.fit_floor is None else (("fit_floor", entry.fit_floor),)
+        self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=floor)
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed
@@ -152,10 +128,8 @@ class LlamaCppBrain(BaseBrain):
             fast = self._fast_matcher(schema)
             if fast is not None:
                 matcher, applied = fast
-                bias = self.answer_bias_for(request)
-                fitted = self._fits.get(_fit_key(request)) if request.results == 0 else None
+                bias = 0.0 if request.results else self.answer_bias
                 reply = self._ask_fast(tokens, matcher, budget, bias)
-                self.last_stats["fit"] = fitted
                 return replace(reply, applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
@@ -212,55 +186,20 @@ class LlamaCppBrain(BaseBrain):
         chosen = self._fast_schemas[key]
         return None if chosen is None else (self._fast.compile(chosen[0]), chosen[1])
 
-    def answer_bias_for(self, request: Request) -> float:
-        """The answer bias for this step: ``answer_bias`` at a task's first step, none once a tool
-        result has come back. The bias is for the choice the model gets wrong at the start, calling
-        a tool that does not fit; after a result, it made models answer before the task was done.
-        Where the task's fit to every offered tool is below ``fit_floor`` (or below
-        ``unshared_fit_floor``, where the task shares no word with any tool), the first step answers."""
-        if request.results:
-            return 0.0
-        if self.fit_floor != float("-inf") and (self.fit_floor is not None or self.unshared_fit_floor is not None):
-            measured = self.fit_of(request)
-            if measured is not None and measured < self._floor(request):
-                return UNFIT_BIAS
-        return self.answer_bias
-
-    def _floor(self, request: Request) -> float:
-        """The fit floor for this request's task: the higher one where it shares no word with a tool."""
-        floor = self.fit_floor if self.fit_floor is not None else float("-inf")
-        higher = self.unshared_fit_floor
-        if higher is None or higher <= floor or fit.shared_words(request.task or "", request.offered):
-            return floor
-        return higher
-
-    def fit_of(self, request: Request) -> float | None:
-        """The task's fit to the best tool the request offers (:func:`shapeloop.fit.task_fit`), once
-        per task and tools; None where the request names no task or no tool."""
-        key = _fit_key(request)
-        if key not in self._fits:
-            if len(self._fits) >= 256:
-                self._fits.clear()  # one entry per task: a long-lived brain keeps the recent ones
-            if not key[0] or not key[1]:
-                self._fits[key] = None
-            else:
-                with mapped_errors(ERRORS, backend="llamacpp"):
-                    self._fits[key] = fit.task_fit(self._logprobs(), key[0], key[1])
-        return self._fits[key]
-
-    def _logprobs(self) -> fit.LogProbs:
-        known: dict[tuple[str, str], list[float]] = {}
-
-        def logprobs(prefix: str, continuation: str) -> list[float]:
-            # a tool's base score is the same for every task: kept across tasks, the rest per task
-            kept = self._bases if prefix in (fit.FORWARD_BASE, fit.REVERSE_BASE) else known
-            if (prefix, continuation) not in kept:
-                if len(self._bases) >= 1024:
-                    self._bases.clear()
-                kept[prefix, continuation] = self.llama.continuation_logprobs(prefix, continuation)
-            return kept[prefix, continuation]
-
-        return logprobs
+    def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+        """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
+        template). A prefix the policies use for every task ("A tool:") keeps its scores across
+        tasks. It clears the prompt cache: the next step evaluates its prompt afresh."""
+        kept = prefix in ("A user's request:", "A tool:")
+        if kept and (prefix, continuation) in self._bases:
+            return self._bases[prefix, continuation]
+        with mapped_errors(ERRORS, backend="llamacpp"):
+            scores = self.llama.continuation_logprobs(prefix, continuation)
+        if kept:
+            if len(self._bases) >= 1024:
+                self._bases.clear()
+            self._bases[prefix, continuation] = scores
+        return scores
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int, answer_bias: float) -> Reply:
         assert self._fast is not None
@@ -345,13 +284,3 @@ def bound_reason(schema: Mapping[str, Any], max_chars: int | None) -> dict[str, 
         if isinstance(reason, dict) and reason.get("type") == "string":
             variant["properties"]["reason"] = bounded(reason, max_chars)
     return copied
-
-
-def _fit_key(request: Request) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return (request.task or "", tuple(request.offered))
-
-
-def _default_bias(model: str | os.PathLike[str]) -> float:
-    """The answer bias calibrated for a catalogue model, else :data:`ANSWER_BIAS`."""
-    entry = models.CATALOGUE.get(os.fspath(model))
-    return ANSWER_BIAS if entry is None or entry.answer_bias is None else entry.answer_bias
