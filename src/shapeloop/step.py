@@ -11,12 +11,13 @@ batches (a :class:`Batch` step carries several independent calls at once).
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from shapeloop.text import json_text
 
 if TYPE_CHECKING:
     from shapeloop.tools import Tool
@@ -43,7 +44,7 @@ class Step(BaseModel):
 
     def to_json(self) -> str:
         """The step as compact JSON, fields in schema order."""
-        return json.dumps(self.model_dump(), ensure_ascii=False)
+        return json_text(self.model_dump(), ensure_ascii=False)
 
 
 class Call(BaseModel):
@@ -66,7 +67,7 @@ class Batch(BaseModel):
 
     def to_json(self) -> str:
         """The step as compact JSON, fields in schema order."""
-        return json.dumps(self.model_dump(), ensure_ascii=False)
+        return json_text(self.model_dump(), ensure_ascii=False)
 
 
 def flat_schema(*, max_reason_chars: int | None = None) -> dict[str, Any]:
