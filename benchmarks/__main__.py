@@ -9,7 +9,7 @@ Every task runs through the loop (constrained) and as a raw baseline (one constr
 The loop runs with the policies --policies names (shapeloop.policies.resolve: a preset, a preset plus
 or minus a policy: plain, default, default,fit-floor); every record says which ran and what each
 did. --extras adds the design measurements (prose mode, per-tool vs flat schema, required vs optional
-fields, repeat detection, extraction). Writes measurements/*.json and measurements/README.md.
+fields, repeat detection, extraction). Writes measurements/*.json and measurements/suite.md.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             record["split"] = halves[record["task"]]
         seconds = round(time.perf_counter() - started, 1)
         _write_all(args.out, names, tasks, records, results, settings, seconds, extras)
-        print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min on Ray")
+        print(f"wrote {args.out}/suite.md after {seconds / 60:.1f} min on Ray")
         return
     suite_runner, raw_runner = cluster.runners(args.concurrency)
     records: list[dict[str, Any]] = []
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
         done = names[: names.index(name) + 1]
         seconds = round(time.perf_counter() - started, 1)
         _write_all(args.out, done, tasks, records, results, settings, seconds, extras)
-    print(f"wrote {args.out}/README.md after {seconds / 60:.1f} min")
+    print(f"wrote {args.out}/suite.md after {seconds / 60:.1f} min")
 
 
 def _write_all(out: Path, names: list[str], tasks: list[AnyTask], records: list[dict[str, Any]],

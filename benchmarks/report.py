@@ -1,4 +1,4 @@
-"""measurements/README.md: the current tables in plain Markdown, and a PNG chart of task success by
+"""measurements/suite.md: the current tables in plain Markdown, and a PNG chart of task success by
 model and mode, written from the JSON files the benchmarks leave in ``measurements/``."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _cell(value: Any) -> str:
 
 
 def write(folder: Path) -> Path:
-    """Write ``README.md`` (and ``success.png`` when matplotlib is installed) in ``folder``."""
+    """Write ``suite.md`` (and ``success.png`` when matplotlib is installed) in ``folder``."""
     parts = ["# Measurements", "", "Written by `python -m benchmarks` (and `python -m benchmarks.decoding`); "
              "every figure below comes from the JSON files beside this page, which also hold the raw records, "
              "the date, the machine and each model's sha256.", ""]  # fmt: skip
@@ -76,7 +76,7 @@ def write(folder: Path) -> Path:
              "fast decode calls/step", "step tokens", "fast / grammar time", "fast rate / free rate",
              "prompt tokens evaluated per step (cache reused)", "(cache not reused)"], rows), ""]  # fmt: skip
     parts += typed_section(folder)
-    out = folder / "README.md"
+    out = folder / "suite.md"
     out.write_text("\n".join(parts))
     return out
 

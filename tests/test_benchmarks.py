@@ -105,7 +105,7 @@ def test_quick_run_writes_complete_well_formed_results(tmp_path: Path) -> None:
         assert {"task", "kind", "split", "success", "first_ok", "stop", "steps", "tokens", "prompt_tokens",
                 "seconds", "tool_calls"} <= set(record)  # fmt: skip
     assert json.loads((tmp_path / "extraction.json").read_text())["methods"]["shapeloop"]["constructed_cases"] >= 10
-    readme = (tmp_path / "README.md").read_text()
+    readme = (tmp_path / "suite.md").read_text()
     assert "## Task suite" in readme and "smollm2-135m" in readme and "raw first call" in readme
 
 
@@ -125,7 +125,7 @@ def test_runs_made_apart_merge_into_the_run_made_at_once(tmp_path: Path) -> None
     assert len(merged["records"]) == len(whole["records"])
     key = lambda s: (s["model"], s["split"], s["method"])  # noqa: E731
     assert sorted(merged["summaries"], key=key) == sorted(whole["summaries"], key=key)
-    assert (tmp_path / "out" / "README.md").is_file()
+    assert (tmp_path / "out" / "suite.md").is_file()
     other = {**whole, "settings": {**whole["settings"], "max_steps": 99}}
     parts[-1].write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="other settings"):
@@ -257,7 +257,7 @@ def test_the_benchmark_takes_policies_records_them_and_refuses_an_unknown_name(
     suite = json.loads((tmp_path / "suite.json").read_text())
     assert suite["settings"]["policies"] == "plain" and "variant" not in suite["settings"]
     assert suite["records"] and {r["policies"] for r in suite["records"]} == {"plain"}
-    assert "policies plain" in (tmp_path / "README.md").read_text()
+    assert "policies plain" in (tmp_path / "suite.md").read_text()
     with pytest.raises(SystemExit):
         main(["--policies", "default,no-such-policy", "--out", str(tmp_path)])
     assert "unknown policy 'no-such-policy'" in capsys.readouterr().err

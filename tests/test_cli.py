@@ -175,3 +175,14 @@ def test_chat_keeps_the_conversation_across_tasks_in_a_real_terminal(root: Path,
     entries = [json.loads(line) for line in transcript.read_text().splitlines()]
     users = [e["content"] for e in entries if e.get("role") == "user"]
     assert users[0] == "What colour is in colour.txt?" and users[-1] == "Next task: Are you sure?"
+
+
+def test_run_takes_policies_per_run_and_reports_them(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replies = script(tmp_path, answer_step("teal"))
+    args = ["run", "t", "--root", str(root), "--script", replies, "--json"]
+    assert main([*args, "--policies", "plain,tool-ranking"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"] == ["tool-ranking"]
+    assert main([*args, "--policies", "plain"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"] == []

@@ -42,6 +42,7 @@ def cache(tmp_path: Path) -> Path:
         (["run", "t", "--root", "ROOT", "--backend", "openai"], ["the openai backend needs a model (--model)"]),
         (["run", "t", "--root", "ROOT", "--max-steps", "many"], ["argument --max-steps: invalid int value"]),
         (["chat", "--root", "ROOT", "--max-steps", "0"], ["--max-steps must be 1 or more, not 0"]),
+        (["run", "t", "--root", "ROOT", "--policies", "grounding"], ["--policies: unknown policy 'grounding'"]),
     ],
 )
 def test_each_bad_input_is_one_line_and_exit_two_before_any_model(

@@ -13,7 +13,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shapeloop import __version__, backends, models
+from shapeloop import __version__, backends, models, policies
 from shapeloop.brain import Brain, ScriptedBrain
 from shapeloop.errors import ShapeloopError, TranscriptError, UsageError
 from shapeloop.events import ConsoleSink
@@ -108,6 +108,12 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         help="how steps are asked for (default constrained; native uses the backend's own tool calls)",
     )
     parser.add_argument("--max-steps", type=int, default=12, help="steps before giving up (default 12)")
+    parser.add_argument(
+        "--policies",
+        default="default",
+        help="the help the loop gives the model: plain (none), default, or names joined by commas "
+        f"({', '.join(policies.available())}; -NAME takes one out)",
+    )
     parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens (default 8192)")
     gate = parser.add_mutually_exclusive_group()
     gate.add_argument("--approve", action="store_true", default=None, help="allow acting tools without asking")
@@ -134,6 +140,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             on_event=sink,
             transcript_path=args.transcript,
             output_type=output_schema,
+            policies=policies.resolve(args.policies),
         )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
@@ -175,7 +182,6 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
     from shapeloop.conversation import Conversation, TokenCounter
-    from shapeloop.policies import resolve
 
     # half the window for the history: the system prompt, the tools and the new request need the rest
     counts = isinstance(brain, TokenCounter)
@@ -183,7 +189,7 @@ def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
     talk = Conversation(
         brain, tools, **budget, max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve),
         on_event=ConsoleSink(), transcript_path=args.transcript,
-        policies=resolve(getattr(args, "policies", None)),  # --policies, where the parser offers it
+        policies=policies.resolve(args.policies),
     )  # fmt: skip
     model = args.model or models.DEFAULT_MODEL
     _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
@@ -229,6 +235,10 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
         problems.append(f"workspace root {args.root!r} is not a directory: create it or pass another --root")
     if args.max_steps < 1:
         problems.append(f"--max-steps must be 1 or more, not {args.max_steps}")
+    try:
+        policies.resolve(args.policies)
+    except ValueError as exc:
+        problems.append(f"--policies: {exc}")
     if args.ctx < 256:
         problems.append(f"--ctx must be at least 256 tokens, not {args.ctx}")
     if args.script:
