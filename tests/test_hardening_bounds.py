@@ -112,11 +112,11 @@ def test_a_recursive_or_dangling_ref_in_output_type_is_refused_before_the_model_
 
 
 def test_a_recursive_ref_that_goes_into_a_value_is_a_schema_like_any_other() -> None:
+    kids = {"type": "array", "items": {"$ref": "#/$defs/node"}}
     tree = {
-        "$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
-                           "required": ["kids"]}},
+        "$defs": {"node": {"type": "object", "properties": {"kids": kids}, "required": ["kids"]}},
         "$ref": "#/$defs/node",
-    }  # fmt: skip
+    }
     answer = {"kids": [{"kids": []}, {"kids": [{"kids": []}]}]}
     run = run_agent(ScriptedBrain([reply(action="answer", answer=json.dumps(answer))]), [add], "t", output_type=tree)
     assert run.stop is StopReason.ANSWERED and run.output == answer
