@@ -177,6 +177,6 @@ def unanswerable(item: Item) -> str | None:
                 if not any(v != "" for v in values):
                     return f"{name}'s required {param!r} has no allowed value ({values!r})"
             for param, values in allowed.items():
-                if param not in properties and any(v != "" for v in values):
-                    return f"the answer gives {name} a {param!r}, which its doc does not have"
+                if param not in properties and "" not in values:
+                    return f"the answer needs {name} to have a {param!r}, which its doc does not have"
     return None
