@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import json
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from contextlib import closing
@@ -15,11 +16,12 @@ from typing import Any, NoReturn
 
 from shapeloop import __version__, backends, models, policies
 from shapeloop.brain import Brain, ScriptedBrain
-from shapeloop.errors import ShapeloopError, TranscriptError, UsageError
+from shapeloop.errors import ShapeloopError, UsageError
 from shapeloop.events import ConsoleSink
+from shapeloop.limits import Limits, json_decoder
 from shapeloop.loop import run_agent
 from shapeloop.output import typed_answer
-from shapeloop.run import AgentRun, StopReason, open_jsonl
+from shapeloop.run import AgentRun, StopReason
 from shapeloop.text import printable, to_json
 from shapeloop.toolbox import Approver
 from shapeloop.tools import Tool, ToolCall
@@ -160,8 +162,8 @@ def _output_schema(path: str | None) -> dict[str, Any] | None:
     except OSError as exc:
         raise UsageError(f"cannot read --output-schema {path}: {exc.strerror or exc}") from exc
     try:
-        schema = json.loads(text)
-    except ValueError as exc:
+        schema = json_decoder(Limits()).decode(text)
+    except (ValueError, RecursionError) as exc:
         raise UsageError(f"--output-schema {path} is not JSON: {exc}") from exc
     if not isinstance(schema, dict):
         raise UsageError(f"--output-schema {path} must hold a JSON schema (an object), not a {type(schema).__name__}")
@@ -241,22 +243,46 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
         problems.append(f"--policies: {exc}")
     if args.ctx < 256:
         problems.append(f"--ctx must be at least 256 tokens, not {args.ctx}")
-    if args.script:
-        if not os.path.isfile(args.script):
-            problems.append(f"--script {args.script!r} is not a file")
-    else:
-        problems += _backend_problems(args)
+    if args.script and not os.path.isfile(args.script):
+        problems.append(f"--script {args.script!r} is not a file")
     if getattr(args, "output_schema", None) is not None:
         try:
             _output_schema(args.output_schema)
         except UsageError as exc:
             problems.append(str(exc))
     if args.transcript is not None:
-        try:
-            open_jsonl(args.transcript).close()
-        except TranscriptError as exc:
-            problems.append(str(exc))
-    return [printable(p) for p in problems]
+        problems += _transcript_problems(args.transcript)
+    if not problems and not args.script:  # the backend once the inputs are right: one line per bad input
+        problems += _backend_problems(args)
+    return [" ".join(printable(p).split()) for p in problems]
+
+
+def _transcript_problems(path: str) -> list[str]:
+    """Why ``--transcript`` cannot be written, found without creating it (the command may still
+    exit before the run): what :func:`~shapeloop.run.open_jsonl` would refuse."""
+    why = None
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            why = f"its folder {folder!r} does not exist"
+        elif not os.access(folder, os.W_OK):
+            why = f"its folder {folder!r} is not writable"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        if stat.S_ISLNK(info.st_mode):
+            why = "it is a symlink"
+        elif stat.S_ISDIR(info.st_mode):
+            why = "it is a directory"
+        elif not stat.S_ISREG(info.st_mode):
+            why = "it is not a regular file"
+        elif not os.access(path, os.W_OK):
+            why = "it is not writable"
+    if why is None:
+        return []
+    return [f"cannot write a transcript to {path!r}: {why}; name a file in a folder you can write"]
 
 
 def _backend_problems(args: argparse.Namespace) -> list[str]:
