@@ -18,6 +18,7 @@ import pytest
 
 from helpers import answer_step
 from shapeloop import BaseBrain, Brain, Capabilities, Reply, Request, RouterBrain, ScriptedBrain, StopReason, run_many
+from shapeloop.brain import FunctionBrain
 from shapeloop.many import exclusive_models
 
 
@@ -200,3 +201,24 @@ def test_a_hung_worker_does_not_hold_the_process_at_exit(tmp_path: Any) -> None:
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "interrupted"
+
+
+def test_a_function_brain_that_declares_a_server_is_asked_at_once() -> None:
+    inside, peak, lock = [0], [0], threading.Lock()
+    two = threading.Event()
+
+    def fn(messages: list[Any], schema: Any) -> str:
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+            if inside[0] > 1:
+                two.set()
+        two.wait(timeout=0.5)
+        with lock:
+            inside[0] -= 1
+        return answer_step("ok")
+
+    server = FunctionBrain(fn, capabilities=SERVER)
+    runs = run_many(jobs_of([server] * 4), concurrency=4)
+    assert all(run.ok for run in runs) and peak[0] > 1
+    assert exclusive_models(server) == [] and exclusive_models(FunctionBrain(fn)) != []

@@ -336,14 +336,20 @@ class FunctionBrain(BaseBrain):
     :class:`ScriptedBrain`). It takes any schema and no native tools; its replies do not say what
     was applied, so the loop checks that a constrained reply is a JSON object.
 
+    A bare function is exclusive (``run_many`` gives it to one run at a time, by the function's
+    identity); a function that talks to a server says otherwise:
+    ``FunctionBrain(fn, capabilities=Capabilities(exclusive=False))``.
+
     Raises:
         TypeError: at once, for a function that cannot be called so (``fn(messages)``); at its
             reply, for a reply that is not a str or a :class:`Reply`. One line names the contract.
     """
 
-    def __init__(self, fn: BrainFunction) -> None:
+    def __init__(self, fn: BrainFunction, *, capabilities: Capabilities | None = None) -> None:
         self.fn = fn
         self._call = _request_function(fn)
+        if capabilities is not None:
+            self.capabilities = capabilities
 
     def ask(self, request: Request) -> Reply:
         """Call the function with the messages and the schema (or the request)."""
