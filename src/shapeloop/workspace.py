@@ -339,7 +339,7 @@ class Workspace:
                             raise ToolFailure(f"{path!r} has too many symlinks to resolve") from exc
                     pending.extendleft(reversed(instead))
                     if len(names) + len(pending) > MAX_DEPTH:
-                        raise ToolFailure(_too_deep(path))
+                        raise ToolFailure(_too_deep(path)) from exc
                     continue
                 if last:
                     done = True
