@@ -198,6 +198,11 @@ def items(category: str) -> list[Item]:
     """Every entry of a category, in BFCL's order."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown BFCL category {category!r}: choose from {', '.join(CATEGORIES)}")
+    return list(_items(category))
+
+
+@functools.cache
+def _items(category: str) -> tuple[Item, ...]:
     bfcl = load()
     entries = bfcl.read(f"data/BFCL_v4_{category}.json")
     answers: dict[str, Any] = {}
@@ -218,7 +223,7 @@ def items(category: str) -> list[Item]:
             answer=answers.get(entry["id"]), initial_config=entry.get("initial_config", {}),
             involved_classes=entry.get("involved_classes", []),
         ))  # fmt: skip
-    return out
+    return tuple(out)
 
 
 def json_schema(node: Any) -> Any:

@@ -12,7 +12,6 @@ category, so the category never tells the loop the answer's shape.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import time
 import uuid
@@ -24,6 +23,7 @@ from benchmarks.bfcl_data import Item, json_schema, load
 from benchmarks.bfcl_score import Call, call_string, forget, score_multi, score_single
 from shapeloop import AgentRun, Brain, Message, Request, Tool, ToolFailure, run_agent
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
+from shapeloop.policies import resolve
 
 NO_RESULT = "done: the call was made (this function returns no data)"
 LOCK = "bfcl"  # one lock key for every tool: calls run one at a time, in the model's order
@@ -91,13 +91,7 @@ def loop_options(column: str) -> dict[str, Any]:
     """``run_agent``'s keywords for a column: ``native`` (the plain loop, native tool calls where the
     backend has them), ``plain``, ``default`` or ``name1,name2``."""
     if column == "native":
-        return {**loop_options("plain"), "mode": "native"}
-    # Until the loop's policies land (run_agent(policies=...)), the plain loop is the nearest there is:
-    # the grounding checks off. Remove this branch once every checkout has policies.
-    if "policies" not in inspect.signature(run_agent).parameters:
-        return {"ground_ids": False, "ground_values": False} if column == "plain" else {}
-    from shapeloop.policies import resolve  # type: ignore[import-not-found,unused-ignore]
-
+        return {"policies": resolve("plain"), "mode": "native"}
     return {"policies": resolve(column)}
 
 
@@ -113,8 +107,7 @@ def _run_facts(run: AgentRun[Any], seconds: float) -> dict[str, Any]:
     return {
         "stop": run.stop.value, "reason": run.reason, "answer": run.answer, "steps": run.steps,
         "mode": run.mode.value, "usage": run.usage.to_dict() if run.usage else None,
-        "policies": list(getattr(run, "policies", ()) or ()) or None,
-        "interventions": dict(getattr(run, "interventions", {}) or {}) or None,
+        "policies": list(run.policies), "interventions": dict(run.interventions),
         "proposed": proposed, "seconds": round(seconds, 3),
     }  # fmt: skip
 
@@ -170,7 +163,7 @@ def _totals(per_turn: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, 
     return {"stop": per_turn[-1]["stop"] if per_turn else None, "steps": sum(t["steps"] for t in per_turn),
             "proposed": sum(t["proposed"] for t in per_turn), "usage": usage, "seconds": round(seconds, 3),
             "policies": per_turn[0]["policies"] if per_turn else None,
-            "interventions": _sum_counts([t["interventions"] or {} for t in per_turn]) or None}  # fmt: skip
+            "interventions": _sum_counts([t["interventions"] or {} for t in per_turn])}  # fmt: skip
 
 
 def _sum_counts(counts: Sequence[Mapping[str, int]]) -> dict[str, int]:
