@@ -228,7 +228,7 @@ def table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _mean(rows: Sequence[dict[str, Any]]) -> float:
-    return sum(r["seconds"] for r in rows) / len(rows)
+    return sum(float(r["seconds"]) for r in rows) / len(rows)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

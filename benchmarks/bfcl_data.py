@@ -6,7 +6,9 @@ its declared dependencies (torch, every cloud SDK) is needed. Two things make it
 - ``bfcl_eval.constants.model_config`` imports every model handler (and their SDKs); the AST checker
   reads from it only the ``underscore_to_dot`` flag of the model's entry, for function names with a
   dot. Our module stands in for it: every model name maps to ``underscore_to_dot=False``, since a
-  shapeloop tool keeps its dots (``math.factorial``).
+  shapeloop tool keeps its dots (``math.factorial``), except :data:`NATIVE_MODEL`, the name the
+  ``native`` column is scored under: native tool APIs refuse dots, so there, as in BFCL, a dot in a
+  function's name becomes ``_`` and the checker maps the expected name the same way.
 - ``MathAPI`` (a multi-turn API class) imports ``mpmath``, a declared dependency of BFCL; its pinned
   wheel is fetched and checked the same way, and put on ``sys.path`` beside BFCL's.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import re
 import subprocess
@@ -110,11 +113,15 @@ class _ModelEntry:
     underscore_to_dot: bool = False
 
 
+NATIVE_MODEL = "shapeloop-native"  # no "_": BFCL's checker looks a name up with "_" turned into "/"
+
+
 class _AnyModel(dict[str, _ModelEntry]):
-    """``MODEL_CONFIG_MAPPING`` for any model name: function names keep their dots."""
+    """``MODEL_CONFIG_MAPPING`` for any model name: function names keep their dots (but under
+    :data:`NATIVE_MODEL`)."""
 
     def __missing__(self, key: str) -> _ModelEntry:
-        return _ModelEntry()
+        return _ModelEntry(underscore_to_dot=key == NATIVE_MODEL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,23 +150,22 @@ def load(say: Callable[[str], None] = lambda line: None) -> Bfcl:
     for path in (fetch(MPMATH_WHEEL, say=say), wheel):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
-    import bfcl_eval.constants
-
+    constants = importlib.import_module("bfcl_eval.constants")
     shim = types.ModuleType("bfcl_eval.constants.model_config", "shapeloop's stand-in: see benchmarks.bfcl_data")
     shim.MODEL_CONFIG_MAPPING = _AnyModel()  # type: ignore[attr-defined]
     sys.modules[shim.__name__] = shim
-    bfcl_eval.constants.model_config = shim  # type: ignore[attr-defined]
+    constants.model_config = shim  # type: ignore[attr-defined]
 
-    from bfcl_eval.constants.enums import Language
-    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
-    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
-    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+    enums = importlib.import_module("bfcl_eval.constants.enums")
+    backend_config = importlib.import_module("bfcl_eval.constants.executable_backend_config")
+    ast_eval = importlib.import_module("bfcl_eval.eval_checker.ast_eval.ast_checker")
+    multi_turn_utils = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
+    multi_turn = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
 
     return Bfcl(
-        wheel=wheel, ast_checker=ast_checker, multi_turn_checker=multi_turn_checker,
+        wheel=wheel, ast_checker=ast_eval.ast_checker, multi_turn_checker=multi_turn.multi_turn_checker,
         execute=multi_turn_utils.execute_multi_turn_func_call, executor_globals=vars(multi_turn_utils),
-        python=Language.PYTHON, func_doc_files=dict(MULTI_TURN_FUNC_DOC_FILE_MAPPING),
+        python=enums.Language.PYTHON, func_doc_files=dict(backend_config.MULTI_TURN_FUNC_DOC_FILE_MAPPING),
     )  # fmt: skip
 
 

@@ -48,13 +48,19 @@ class Made:
             self.step = event.step
 
 
-def _tool(doc: Mapping[str, Any], fn: Callable[..., str]) -> Tool:
-    return Tool(name=doc["name"], description=doc.get("description", ""), parameters=json_schema(doc["parameters"]),
-                fn=fn, lock_key=LOCK)  # fmt: skip
+def native_name(name: str) -> str:
+    """A function's name as native tool APIs take it, and as BFCL maps it for them: no dots."""
+    return name.replace(".", "_")
 
 
-def single_tools(item: Item, made: Made) -> list[Tool]:
-    """The item's functions as tools that record each call and return :data:`NO_RESULT`."""
+def _tool(doc: Mapping[str, Any], fn: Callable[..., str], name: str | None = None) -> Tool:
+    return Tool(name=name or doc["name"], description=doc.get("description", ""),
+                parameters=json_schema(doc["parameters"]), fn=fn, lock_key=LOCK)  # fmt: skip
+
+
+def single_tools(item: Item, made: Made, *, native: bool = False) -> list[Tool]:
+    """The item's functions as tools that record each call and return :data:`NO_RESULT` (named with
+    :func:`native_name` for the native column)."""
 
     def recorder(name: str) -> Callable[..., str]:
         def record(**args: Any) -> str:
@@ -63,7 +69,8 @@ def single_tools(item: Item, made: Made) -> list[Tool]:
 
         return record
 
-    return [_tool(doc, recorder(doc["name"])) for doc in item.functions]
+    names = [native_name(doc["name"]) if native else doc["name"] for doc in item.functions]
+    return [_tool(doc, recorder(name), name) for doc, name in zip(item.functions, names, strict=True)]
 
 
 def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
@@ -115,13 +122,15 @@ def _run_facts(run: AgentRun[Any], seconds: float) -> dict[str, Any]:
 def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
     """A single-turn item through the loop; its record (the score and how the run went)."""
     made = Made()
+    native = column == "native"
     system, history, task = _split(item.turns[0])
     started = time.perf_counter()
-    run = run_agent(brain, single_tools(item, made), task, batch=True, max_steps=max_steps, system=system,
+    tools = single_tools(item, made, native=native)
+    run = run_agent(brain, tools, task, batch=True, max_steps=max_steps, system=system,
                     history=history or None, on_event=made.on_event, **loop_options(column))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
     calls = [call for _, call in made.calls]
-    return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"]), **facts}
+    return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"], native=native), **facts}
 
 
 def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:

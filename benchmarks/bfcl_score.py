@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks.bfcl_data import NO_ANSWER, Item, load
+from benchmarks.bfcl_data import NATIVE_MODEL, NO_ANSWER, Item, load
 
 CHECKER_MODEL = "shapeloop"  # the model name BFCL's checkers are given (its entry: underscore_to_dot=False)
 Call = tuple[str, dict[str, Any]]
@@ -34,7 +34,9 @@ def checker_input(calls: Sequence[Call]) -> list[dict[str, Any]]:
     return [{name: dict(args)} for name, args in calls]
 
 
-def score_single(item: Item, calls: Sequence[Call], *, answer: str | None, proposed: int) -> dict[str, Any]:
+def score_single(
+    item: Item, calls: Sequence[Call], *, answer: str | None, proposed: int, native: bool = False
+) -> dict[str, Any]:
     """Score a single-turn item on the calls made.
 
     Args:
@@ -42,6 +44,7 @@ def score_single(item: Item, calls: Sequence[Call], *, answer: str | None, propo
         calls: the calls that were made, in order.
         answer: the run's final answer, if it gave one.
         proposed: how many calls the model proposed, made or not (for the strict irrelevance rule).
+        native: the calls name functions as native tool APIs took them (a dot as ``_``).
     """
     given = checker_input(calls)
     if item.category in NO_ANSWER:
@@ -56,7 +59,7 @@ def score_single(item: Item, calls: Sequence[Call], *, answer: str | None, propo
         return scored
     bfcl = load()
     result = bfcl.ast_checker(copy.deepcopy(item.functions), copy.deepcopy(given), copy.deepcopy(item.answer),
-                              bfcl.python, item.category, CHECKER_MODEL)  # fmt: skip
+                              bfcl.python, item.category, NATIVE_MODEL if native else CHECKER_MODEL)  # fmt: skip
     return {"checker_input": given, "valid": bool(result["valid"]), "rule": "ast",
             "error_type": result.get("error_type"), "error": result.get("error") or None}  # fmt: skip
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from benchmarks.bfcl_score import (
     unanswerable,
 )
 
-from shapeloop import ChecksumMismatch, Request, ScriptedBrain, Tool
+from shapeloop import Capabilities, ChecksumMismatch, Reply, Request, ScriptedBrain, Tool, ToolCall
 
 BATCH = 8  # the most calls one batch step carries (shapeloop.step.MAX_BATCH)
 
@@ -71,7 +72,8 @@ class Oracle:
     last results it was shown."""
 
     def __init__(self, item: Item, turn_calls: Sequence[Sequence[Call]]) -> None:
-        self.item, self.turn_calls, self.turn, self.pending = item, turn_calls, -1, []
+        self.item, self.turn_calls, self.turn = item, turn_calls, -1
+        self.pending: list[list[Call]] = []
 
     def __call__(self, request: Request) -> str:
         texts = [m["content"] for m in request.messages]
@@ -114,7 +116,9 @@ def schema_breach(item: Item, calls: Sequence[Call]) -> str | None:
     return None
 
 
-def test_a_wheel_that_does_not_match_its_checksum_is_refused_and_deleted(tmp_path, monkeypatch, wheel) -> None:
+def test_a_wheel_that_does_not_match_its_checksum_is_refused_and_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wheel: bfcl_data.Bfcl
+) -> None:
     monkeypatch.setenv("SHAPELOOP_CACHE", str(tmp_path))
     fake = Pinned(package="bfcl-eval", version="2026.3.23", filename=wheel.wheel.name, sha256="0" * 64)
     shutil.copy(wheel.wheel, tmp_path / fake.filename)
@@ -284,7 +288,9 @@ def _main_with(brain: Callable[[], ScriptedBrain], monkeypatch: pytest.MonkeyPat
     bfcl.main(argv)
 
 
-def test_records_are_appended_resume_skips_them_and_merge_summarises(tmp_path, monkeypatch, capsys) -> None:
+def test_records_are_appended_resume_skips_them_and_merge_summarises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "bfcl"
     argv = ["--category", "irrelevance,live_relevance", "--limit", "2", "--columns", "plain", "--out", str(out)]
     _main_with(do_nothing, monkeypatch, argv)
@@ -304,3 +310,20 @@ def test_records_are_appended_resume_skips_them_and_merge_summarises(tmp_path, m
     assert {(s["category"], s["split"], s["right"], s["items"]) for s in summary} == {
         ("irrelevance", "report", 2, 2), ("live_relevance", "tune", 0, 2)}  # fmt: skip
     assert "| irrelevance | 100% (2/2" in capsys.readouterr().out
+
+
+def test_the_native_column_names_functions_without_dots_and_is_scored_as_bfcl_maps_them() -> None:
+    item = next(i for i in bfcl_data.items("simple_python") if i.id == "simple_python_1")  # math.factorial
+    (name, args), *_ = oracle_calls(item)
+    assert name == "math.factorial"
+    native = Capabilities(native_tools=True)
+
+    def brain(called: str) -> ScriptedBrain:
+        return ScriptedBrain([Reply(text="", tool_calls=(ToolCall(tool=called, args=args),)), Reply(text="120")],
+                             capabilities=native)  # fmt: skip
+
+    scripted = brain("math_factorial")
+    record = bfcl_run.run_item(scripted, item, "native", max_steps=3)
+    assert [t["function"]["name"] for t in scripted.asked[0].tools or []] == ["math_factorial"]
+    assert (record["valid"], record["mode"], record["checker_input"]) == (True, "native", [{"math_factorial": args}])
+    assert not bfcl_run.run_item(brain("math_factorial"), item, "plain", max_steps=3)["valid"]
