@@ -36,8 +36,10 @@ import datetime
 import json
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -142,19 +144,35 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
     if not todo:
         return
     brain = make_brain(args.backend, args.model, args.base_url, args.context)
+    if args.concurrency > 1 and brain.capabilities.exclusive:
+        brain.close()
+        why = "holds one model and one context, so it answers one request at a time"
+        raise SystemExit(f"--concurrency {args.concurrency}: {args.model} on {args.backend} {why}; use a server "
+                         "backend (ollama, openai)")  # fmt: skip
     progress = Progress(len(todo))
-    try:
-        for item, column in todo:
-            record = run_item(brain, item, column, max_steps=args.max_steps)
-            record = {"id": item.id, "category": item.category, "index": item.index, "column": column,
-                      "model": args.model, "max_steps": args.max_steps, "context": args.context,
-                      "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                      **record, **meta}  # fmt: skip
-            path = records_file(args.out, args.model, column, args.shard)
+    lock = threading.Lock()
+
+    def one(job: tuple[Item, str]) -> None:
+        item, column = job
+        record = run_item(brain, item, column, max_steps=args.max_steps)
+        record = {"id": item.id, "category": item.category, "index": item.index, "column": column,
+                  "model": args.model, "max_steps": args.max_steps, "context": args.context,
+                  "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                  **record, **meta}  # fmt: skip
+        path = records_file(args.out, args.model, column, args.shard)
+        with lock:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             progress.step(column, bool(record["valid"]))
+
+    try:
+        if args.concurrency > 1:
+            with ThreadPoolExecutor(max_workers=args.concurrency, thread_name_prefix="bfcl") as pool:
+                list(pool.map(one, todo))
+        else:
+            for job in todo:
+                one(job)
     finally:
         with contextlib.suppress(Exception):
             brain.close()
@@ -248,6 +266,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="the server, for --backend ollama or openai")
     parser.add_argument("--context", type=int, default=CONTEXT, help=f"llamacpp context window (default {CONTEXT})")
     parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
+    parser.add_argument("--concurrency", type=int, default=1, help="items in flight at once against a server")
     parser.add_argument("--resume", action="store_true", help="skip items that already have a record")
     parser.add_argument("--out", type=Path, default=RECORDS, help="folder for the records (default measurements/bfcl)")
     parser.add_argument("--merge", action="store_true", help="only rebuild measurements/bfcl.json from the records")

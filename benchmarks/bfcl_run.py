@@ -21,7 +21,18 @@ from typing import Any
 
 from benchmarks.bfcl_data import Item, json_schema, load
 from benchmarks.bfcl_score import Call, call_string, forget, score_multi, score_single
-from shapeloop import AgentRun, Brain, Message, Request, Tool, ToolFailure, run_agent
+from shapeloop import (
+    AgentRun,
+    BackendError,
+    BackendUnavailable,
+    Brain,
+    Message,
+    Reply,
+    Request,
+    Tool,
+    ToolFailure,
+    run_agent,
+)
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
 from shapeloop.policies import resolve
 
@@ -206,8 +217,16 @@ def _raw_system(tools: Sequence[Tool], extra: str | None) -> str:
     return RAW_PROMPT.format(functions=functions) + (f"\n\n{extra}" if extra else "")
 
 
-def _ask_raw(brain: Brain, messages: list[Message], schema: dict[str, Any]) -> tuple[list[Call], str | None, Any]:
-    reply = brain.ask(Request(messages=messages, schema=schema))
+def _ask_raw(brain: Brain, messages: list[Message], schema: dict[str, Any]) -> tuple[list[Call], str | None, Reply]:
+    """Ask once; the calls and the answer in the reply. A backend's failure on this item (a prompt
+    too long, a schema refused, a timeout) is the item's reply, with no call and no answer; a
+    backend that cannot be reached stops the run."""
+    try:
+        reply = brain.ask(Request(messages=messages, schema=schema))
+    except BackendUnavailable:
+        raise
+    except BackendError as exc:
+        return [], None, Reply(text=f"{type(exc).__name__}: {exc}")
     try:
         data = json.loads(reply.text)
     except ValueError:
@@ -220,7 +239,7 @@ def _ask_raw(brain: Brain, messages: list[Message], schema: dict[str, Any]) -> t
     return calls, answer, reply
 
 
-def _reply_facts(reply: Any, text_ok: bool, seconds: float) -> dict[str, Any]:
+def _reply_facts(reply: Reply, text_ok: bool, seconds: float) -> dict[str, Any]:
     return {"stop": "answered" if text_ok else "called", "steps": 1, "reply": reply.text,
             "usage": reply.usage.to_dict() if reply.usage else None, "seconds": round(seconds, 3)}  # fmt: skip
 

@@ -26,7 +26,17 @@ from benchmarks.bfcl_score import (
     unanswerable,
 )
 
-from shapeloop import Capabilities, ChecksumMismatch, Reply, Request, ScriptedBrain, Tool, ToolCall
+from shapeloop import (
+    BackendUnavailable,
+    Capabilities,
+    ChecksumMismatch,
+    ContextOverflow,
+    Reply,
+    Request,
+    ScriptedBrain,
+    Tool,
+    ToolCall,
+)
 
 BATCH = 8  # the most calls one batch step carries (shapeloop.step.MAX_BATCH)
 
@@ -327,3 +337,30 @@ def test_the_native_column_names_functions_without_dots_and_is_scored_as_bfcl_ma
     assert [t["function"]["name"] for t in scripted.asked[0].tools or []] == ["math_factorial"]
     assert (record["valid"], record["mode"], record["checker_input"]) == (True, "native", [{"math_factorial": args}])
     assert not bfcl_run.run_item(brain("math_factorial"), item, "plain", max_steps=3)["valid"]
+
+
+def test_concurrency_needs_a_brain_that_takes_requests_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--category", "irrelevance", "--limit", "4", "--columns", "plain", "--out", str(tmp_path / "bfcl"),
+            "--concurrency", "3"]  # fmt: skip
+    with pytest.raises(SystemExit, match="one request at a time"):
+        _main_with(lambda: ScriptedBrain(lambda request: "x"), monkeypatch, argv)
+    server = Capabilities(exclusive=False)
+    _main_with(lambda: ScriptedBrain(lambda request: step_answer("No such function."), capabilities=server),
+               monkeypatch, argv)  # fmt: skip
+    lines = (tmp_path / "bfcl" / "qwen2.5-coder-0.5b" / "plain.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == [f"irrelevance_{n}" for n in range(4)]
+
+
+def test_a_backend_failure_in_the_raw_column_is_that_items_failure() -> None:
+    item = bfcl_data.items("parallel")[0]
+    record = bfcl_run.run_item(
+        ScriptedBrain([ContextOverflow("the prompt is too long", prompt_tokens=9000, context_window=8192)]),
+        item,
+        "raw",
+        max_steps=1,
+    )
+    assert (record["valid"], record["reply"]) == (False, "ContextOverflow: the prompt is too long")
+    with pytest.raises(BackendUnavailable):
+        bfcl_run.run_item(ScriptedBrain([BackendUnavailable("no server")]), item, "raw", max_steps=1)
