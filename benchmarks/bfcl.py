@@ -34,22 +34,20 @@ import argparse
 import contextlib
 import datetime
 import json
-import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from benchmarks import bfcl_data
 from benchmarks.bfcl_data import BFCL_WHEEL, CATEGORIES, Item
+from benchmarks.bfcl_report import RECORDS, done_ids, latest, merge, read_records, records_file, slug, table
 from benchmarks.bfcl_run import run_item
-from benchmarks.common import MEASUREMENTS, machine, model_info, write
+from benchmarks.common import machine, model_info
 from shapeloop import Brain
 
-RECORDS = MEASUREMENTS / "bfcl"
 DEFAULT_COLUMNS = "raw,plain,default"
 CONTEXT = 8192  # live_multiple offers up to ~30 long function docs
 
@@ -85,33 +83,6 @@ def plan(args: argparse.Namespace) -> list[Item]:
     return bfcl_data.shard(out, args.shard) if args.shard else out
 
 
-def slug(text: str) -> str:
-    """A file-name-safe form of a model or column name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "+", text).strip("+") or "_"
-
-
-def records_file(out: Path, model: str, column: str, shard: str | None) -> Path:
-    """Where a column's records go: one file per model and column (and shard)."""
-    suffix = f".{shard.replace('/', 'of')}" if shard else ""
-    return out / slug(model) / f"{slug(column)}{suffix}.jsonl"
-
-
-def read_records(folder: Path) -> Iterator[dict[str, Any]]:
-    """Every record under ``folder``, file by file, in the order written; a torn last line is skipped."""
-    for path in sorted(folder.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                yield json.loads(line)
-
-
-def done_ids(out: Path, model: str, column: str) -> set[str]:
-    """The items a model and column already have a record for, in any shard."""
-    folder = out / slug(model)
-    if not folder.is_dir():
-        return set()
-    return {r["id"] for r in read_records(folder) if r.get("column") == column and r.get("model") == model}
-
-
 class Progress:
     """One line on stderr: items done, time, and the running accuracy of each column."""
 
@@ -128,7 +99,8 @@ class Progress:
         left = elapsed / self.done * (self.total - self.done)
         accuracy = "  ".join(f"{c} {r}/{n} ({100 * r / n:.0f}%)" for c, (r, n) in self.right.items())
         end = "\n" if self.done >= self.total else ""
-        print(f"\rbfcl {self.done}/{self.total} {elapsed:.0f}s, ~{left:.0f}s left  {accuracy}", end=end,
+        bar = "#" * (20 * self.done // self.total)
+        print(f"\rbfcl [{bar:<20}] {self.done}/{self.total} {elapsed:.0f}s, ~{left:.0f}s left  {accuracy}", end=end,
               file=sys.stderr, flush=True)  # fmt: skip
 
 
@@ -176,77 +148,6 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
     finally:
         with contextlib.suppress(Exception):
             brain.close()
-
-
-def latest(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last record of each (model, backend, column, item): a rerun replaces the earlier one."""
-    by_key = {(r["model"], r.get("backend"), r["column"], r["id"]): r for r in records}
-    return list(by_key.values())
-
-
-def split_of(record: dict[str, Any], samples: dict[str, dict[str, set[int]]]) -> str:
-    """``tune`` or ``report`` when the item is in that sample, else ``other``."""
-    for name, chosen in samples.items():
-        if record["index"] in chosen.get(record["category"], set()):
-            return name
-    return "other"
-
-
-def summarise(records: Sequence[dict[str, Any]], samples: dict[str, dict[str, set[int]]]) -> list[dict[str, Any]]:
-    """Accuracy, seconds and tokens per (model, backend, column, split, category)."""
-    groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault((r["model"], r.get("backend", ""), r["column"], split_of(r, samples), r["category"]),
-                          []).append(r)  # fmt: skip
-    out = []
-    for (model, backend, column, split, category), rows in sorted(groups.items()):
-        tokens = [r["usage"]["total_tokens"] for r in rows if r.get("usage")]
-        strict = [r["strict_valid"] for r in rows if "strict_valid" in r]
-        out.append({
-            "model": model, "backend": backend, "column": column, "split": split, "category": category,
-            "items": len(rows), "right": sum(bool(r["valid"]) for r in rows),
-            "accuracy": round(sum(bool(r["valid"]) for r in rows) / len(rows), 4),
-            "strict_accuracy": round(sum(strict) / len(strict), 4) if strict else None,
-            "mean_seconds": round(sum(r["seconds"] for r in rows) / len(rows), 2),
-            "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
-            "ids": sorted((r["id"] for r in rows), key=lambda i: (len(i), i)),
-        })  # fmt: skip
-    return out
-
-
-def merge(folder: Path = RECORDS) -> Path:
-    """Build ``bfcl.json`` beside ``folder`` (``measurements/bfcl.json``) from every record under it."""
-    records = latest(read_records(folder))
-    samples = {n: {c: set(v) for c, v in bfcl_data.sample(n).items()} for n in ("tune", "report")}
-    tune_ids = {c: [bfcl_data.items(c)[i].id for i in v] for c, v in bfcl_data.sample("tune").items()}
-    models = sorted({r["model"] for r in records})
-    return write("bfcl", {
-        "benchmark": "bfcl", "bfcl": {"package": BFCL_WHEEL.package, "version": BFCL_WHEEL.version,
-                                      "sha256": BFCL_WHEEL.sha256},
-        "models": [model_info(m) for m in models], "records_folder": str(folder.relative_to(MEASUREMENTS.parent))
-        if folder.is_relative_to(MEASUREMENTS.parent) else str(folder),
-        "tune_sample": tune_ids, "summaries": summarise(records, samples),
-    }, folder.parent)  # fmt: skip
-
-
-def table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    """Accuracy per category and column, as a Markdown table."""
-    categories = [c for c in CATEGORIES if any(r["category"] == c for r in records)]
-    lines = ["| category | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
-    for category in categories:
-        cells = []
-        for column in columns:
-            rows = [r for r in records if r["category"] == category and r["column"] == column]
-            right = sum(bool(r["valid"]) for r in rows)
-            cell = f"{100 * right / len(rows):.0f}% ({right}/{len(rows)}, {_mean(rows):.1f} s)" if rows else "-"
-            strict = [r["strict_valid"] for r in rows if "strict_valid" in r]
-            cells.append(cell + (f", strict {sum(strict)}/{len(strict)}" if strict else ""))
-        lines.append(f"| {category} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _mean(rows: Sequence[dict[str, Any]]) -> float:
-    return sum(float(r["seconds"]) for r in rows) / len(rows)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
