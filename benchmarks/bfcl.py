@@ -68,8 +68,13 @@ def plan(args: argparse.Namespace) -> list[Item]:
     for category in wanted:
         if category not in CATEGORIES:
             raise SystemExit(f"unknown category {category!r}: choose from {', '.join(CATEGORIES)}")
-    if wanted:
-        chosen = {c: chosen.get(c) for c in wanted} if args.sample else dict.fromkeys(wanted)
+    if wanted and args.sample:
+        missing = [c for c in wanted if c not in chosen]
+        if missing:
+            raise SystemExit(f"{', '.join(missing)}: not in the {args.sample} sample, which has {', '.join(chosen)}")
+        chosen = {c: chosen[c] for c in wanted}
+    elif wanted:
+        chosen = dict.fromkeys(wanted)
     if not chosen:
         raise SystemExit("say what to run: --category NAME (repeatable, or a comma list), --sample, or --quick")
     indices, names = bfcl_data.parse_ids(args.ids or "")

@@ -365,3 +365,18 @@ def test_a_backend_failure_in_the_raw_column_is_that_items_failure() -> None:
     assert (record["valid"], record["reply"]) == (False, "ContextOverflow: the prompt is too long")
     with pytest.raises(BackendUnavailable):
         bfcl_run.run_item(ScriptedBrain([BackendUnavailable("no server")]), item, "raw", max_steps=1)
+
+
+def test_the_plan_of_a_run() -> None:
+    def plan(*argv: str) -> list[Item]:
+        return bfcl.plan(bfcl.parse(list(argv)))
+
+    assert len(plan("--sample", "tune")) == 216 + 20
+    assert len(plan("--sample", "tune", "--category", "live_relevance")) == 16
+    assert [i.index for i in plan("--category", "multi_turn_base", "--ids", "100-119")] == list(range(100, 120))
+    quick = plan("--quick")
+    assert [(i.category, i.index) for i in quick[:2]] == [("live_multiple", 0), ("live_multiple", 1053 // 40)]
+    assert [i.category for i in quick] == ["live_multiple"] * 5 + ["live_irrelevance"] * 5 + ["parallel"] * 5
+    assert len(plan("--category", "parallel,live_parallel", "--limit", "3", "--shard", "2/2")) == 3
+    with pytest.raises(SystemExit, match="not in the tune sample"):
+        plan("--sample", "tune", "--category", "simple_python")
