@@ -121,12 +121,15 @@ def _split(turn: Sequence[Mapping[str, str]]) -> tuple[str | None, list[Message]
 
 
 def _run_facts(run: AgentRun[Any], seconds: float) -> dict[str, Any]:
-    proposed = sum(isinstance(e, (ToolCalled, CallRefused)) for e in run.events)
+    proposals = [e for e in run.events if isinstance(e, (ToolCalled, CallRefused))]
     return {
         "stop": run.stop.value, "reason": run.reason, "answer": run.answer, "steps": run.steps,
         "mode": run.mode.value, "usage": run.usage.to_dict() if run.usage else None,
         "policies": list(run.policies), "interventions": dict(run.interventions),
-        "proposed": proposed, "seconds": round(seconds, 3),
+        "proposed": len(proposals), "seconds": round(seconds, 3),
+        # what the model asked for, run or refused (the checker's input is what ran), and why refused
+        "proposed_calls": [str(e.call) for e in proposals][:12],
+        "refusals": [e.objection for e in proposals if isinstance(e, CallRefused)][:12],
     }  # fmt: skip
 
 
