@@ -20,6 +20,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -195,12 +196,14 @@ class Pattern:
             self._program[split] = _Split(split + 1, len(self._program))
 
 
-_UNSUPPORTED = {
-    "GROUPREF": "a backreference",
-    "GROUPREF_EXISTS": "a conditional",
-    "ASSERT": "a lookaround",
-    "ASSERT_NOT": "a lookaround",
-}
+_UNSUPPORTED = MappingProxyType(
+    {
+        "GROUPREF": "a backreference",
+        "GROUPREF_EXISTS": "a conditional",
+        "ASSERT": "a lookaround",
+        "ASSERT_NOT": "a lookaround",
+    }
+)
 
 
 def _holds(at: _At, text: str, pos: int) -> bool:
@@ -236,14 +239,16 @@ def _literal(code: int, fold: bool) -> Test:
     return lambda c: c.casefold() == low
 
 
-_CATEGORIES: dict[Any, Test] = {
-    sre.CATEGORY_DIGIT: lambda c: unicodedata.decimal(c, None) is not None,
-    sre.CATEGORY_NOT_DIGIT: lambda c: unicodedata.decimal(c, None) is None,
-    sre.CATEGORY_SPACE: str.isspace,
-    sre.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
-    sre.CATEGORY_WORD: _is_word,
-    sre.CATEGORY_NOT_WORD: lambda c: not _is_word(c),
-}
+_CATEGORIES: Mapping[Any, Test] = MappingProxyType(
+    {
+        sre.CATEGORY_DIGIT: lambda c: unicodedata.decimal(c, None) is not None,
+        sre.CATEGORY_NOT_DIGIT: lambda c: unicodedata.decimal(c, None) is None,
+        sre.CATEGORY_SPACE: str.isspace,
+        sre.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
+        sre.CATEGORY_WORD: _is_word,
+        sre.CATEGORY_NOT_WORD: lambda c: not _is_word(c),
+    }
+)
 
 
 def _charset(items: list[tuple[Any, Any]], fold: bool) -> Test:
