@@ -283,7 +283,7 @@ def test_a_brain_that_returns_no_text_raises_naming_it() -> None:
     def numbers(messages: object, schema: object) -> object:
         return None
 
-    with pytest.raises(TypeError, match="numbers returned NoneType"):
+    with pytest.raises(TypeError, match=r"numbers\(messages, schema\) returned a NoneType"):
         run_agent(numbers, [], "t")
     with pytest.raises(TypeError, match="ScriptedBrain returned bytes"):
         run_agent(ScriptedBrain([Reply(text=b"x")]), [], "t")  # type: ignore[arg-type]

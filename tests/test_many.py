@@ -118,7 +118,8 @@ def test_the_embedded_backend_declares_itself_exclusive_and_a_router_over_it_inh
     assert LlamaCppBrain.capabilities.exclusive
     assert RouterBrain(LlamaCppBrain.__new__(LlamaCppBrain), TestBrain()).capabilities.exclusive
     server = Capabilities(exclusive=False)
-    assert not RouterBrain(ScriptedBrain([], capabilities=server), ScriptedBrain([], capabilities=server)).capabilities.exclusive
+    pair = RouterBrain(ScriptedBrain([], capabilities=server), ScriptedBrain([], capabilities=server))
+    assert not pair.capabilities.exclusive
 
 
 def test_a_failing_job_is_a_run_with_a_stop_and_the_others_finish() -> None:

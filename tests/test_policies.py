@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers import answer_step, tool_step
-from shapeloop import Capabilities, ScriptedBrain, StopReason, run_agent, tool
+from shapeloop import Capabilities, ScriptedBrain, run_agent, tool
 from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.policies import (
     DEFAULT,

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from shapeloop import OutsideWorkspace, Tool, ToolFailure, Workspace, workspace_tools
-from shapeloop import search as search_module
 from shapeloop.search import search
 
 
@@ -56,22 +55,21 @@ def test_a_phrase_no_line_holds_falls_back_to_the_lines_that_hold_one_of_its_wor
 
 
 def test_what_was_left_unsearched_is_said_with_the_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_module, "MAX_FILES", 3)
-    monkeypatch.setattr(search_module, "MAX_BYTES", 40)
     for n in range(5):
         (tmp_path / f"f{n}.txt").write_text(f"hit {n}\n")
     (tmp_path / "long.txt").write_text("hit\n" + "x\n" * 30 + "hit at the end\n")
     space = Workspace(tmp_path)
-    many = search(space, "hit", max_shown=2)
+    many = search(space, "hit", max_shown=2, max_files=3, max_bytes=40)
     assert many.splitlines()[:2] == ["f0.txt:1: hit 0", "f1.txt:1: hit 1"]
     assert many.splitlines()[-1] == (
         "[3 lines in 3 files hold 'hit', the first 2 shown; not every file was searched (at most 3, in folders at "
         "most 64 deep): search a folder within to see the rest]"
     )
-    assert search(space, "hit", "long.txt") == (
+    assert search(space, "hit", "long.txt", max_bytes=40) == (
         "long.txt:1: hit\n[1 line in 'long.txt' holds 'hit'; only the first 40 bytes of 'long.txt' were searched]"
     )
-    assert search(space, "end", "long.txt").endswith("; only the first 40 bytes of 'long.txt' were searched")
+    said = search(space, "end", "long.txt", max_bytes=40)
+    assert said.endswith("; only the first 40 bytes of 'long.txt' were searched")
 
 
 def test_a_long_line_is_shown_around_what_it_holds(tmp_path: Path) -> None:

@@ -298,7 +298,7 @@ class _Run:
 
     def _ask(self) -> Reply | None:
         try:
-            reply = checked_reply(self.brain, self._request())
+            reply = self._request()
         except BackendError as exc:
             self._finish(StopReason.BACKEND_ERROR, f"the backend failed at step {self.step}: {exc}")
             return None
@@ -317,7 +317,9 @@ class _Run:
         shape = self.policies.shape_step(self._view(), self._emit)
         while True:
             try:
-                reply = call_within(self.budget.remaining(), self.brain.ask, self._question(shape))
+                reply = checked_reply(
+                    self.brain, call_within(self.budget.remaining(), self.brain.ask, self._question(shape))
+                )
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc

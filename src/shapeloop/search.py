@@ -44,12 +44,21 @@ class _Found:  # filled in by _holding as it reads
     files: dict[str, None] = field(default_factory=dict)
 
 
-def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX_SHOWN) -> str:
+def search(
+    space: Workspace,
+    text: str,
+    path: str = ".",
+    *,
+    max_shown: int = MAX_SHOWN,
+    max_files: int = MAX_FILES,
+    max_bytes: int = MAX_BYTES,
+) -> str:
     """The lines of the text files under ``path`` (a folder or a file) that hold ``text``, case and runs
     of spaces aside, each as ``file:line: text``, and a last line that counts them and says what was
     left unsearched. A folder's hidden files are not searched (a file named alone is, as ``read_file``
     reads it), nor the files in it that cannot be read as text; a file named alone that cannot be is
-    an error, as with ``read_file``."""
+    an error, as with ``read_file``. At most ``max_files`` files are searched, and the first
+    ``max_bytes`` bytes of each."""
     written = " ".join(text.split())
     needle = written.casefold()
     if not needle:
@@ -57,14 +66,14 @@ def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX
     skipped = 0
     named = space.file_at(path)
     if named is not None:
-        texts, cut, where = [(named, *space.read_start(named, MAX_BYTES))], False, repr(escape_surrogates(named))
+        texts, cut, where = [(named, *space.read_start(named, max_bytes))], False, repr(escape_surrogates(named))
     else:
-        shown, files, cut = space.files_under(path, limit=MAX_FILES, depth=MAX_DEPTH)
-        texts = _readable(space, files)
+        shown, files, cut = space.files_under(path, limit=max_files, depth=MAX_DEPTH)
+        texts = _readable(space, files, max_bytes)
         skipped = len(files) - len(texts)
         where = "the workspace" if shown == "." else repr(escape_surrogates(shown))
     said = repr(_clip(written, _SAID_CHARS))
-    notes = _notes(texts, cut, skipped)
+    notes = _notes(texts, cut, skipped, max_files, max_bytes)
     found = _holding(texts, lambda line: line.find(needle), max_shown)
     header = ""
     if not found.count:
@@ -93,13 +102,13 @@ def search(space: Workspace, text: str, path: str = ".", *, max_shown: int = MAX
     return "\n".join(([f"[{header}]"] if header else []) + found.shown + [summary])
 
 
-def _readable(space: Workspace, files: list[str]) -> list[tuple[str, str, bool]]:
+def _readable(space: Workspace, files: list[str], max_bytes: int) -> list[tuple[str, str, bool]]:
     """Each file's name, its text (from the start) and whether that is all of it; not the files that
     cannot be read as text (binary, unreadable, with a second hard link, gone since)."""
     texts = []
     for name in files:
         try:
-            texts.append((name, *space.read_start(name, MAX_BYTES)))
+            texts.append((name, *space.read_start(name, max_bytes)))
         except ToolFailure:
             continue
     return texts
@@ -135,20 +144,20 @@ def _clip(text: str, most: int) -> str:
     return text if len(text) <= most else text[:most] + "..."
 
 
-def _notes(texts: list[tuple[str, str, bool]], cut: bool, skipped: int) -> str:
+def _notes(texts: list[tuple[str, str, bool]], cut: bool, skipped: int, max_files: int, max_bytes: int) -> str:
     """What was left unsearched: files past the limits, files that are not text, the ends of long
     files."""
     notes = []
     if cut:
         notes.append(
-            f"not every file was searched (at most {MAX_FILES}, in folders at most {MAX_DEPTH} deep): search a folder "
+            f"not every file was searched (at most {max_files}, in folders at most {MAX_DEPTH} deep): search a folder "
             "within to see the rest"
         )
     if skipped:
         notes.append(f"{skipped} {'file' if skipped == 1 else 'files'} that could not be read as text passed over")
     partly = [name for name, _, whole in texts if not whole]
     if len(partly) == 1:
-        notes.append(f"only the first {MAX_BYTES} bytes of {escape_surrogates(partly[0])!r} were searched")
+        notes.append(f"only the first {max_bytes} bytes of {escape_surrogates(partly[0])!r} were searched")
     elif partly:
-        notes.append(f"only the first {MAX_BYTES} bytes of {len(partly)} long files were searched")
+        notes.append(f"only the first {max_bytes} bytes of {len(partly)} long files were searched")
     return "".join(f"; {note}" for note in notes)
