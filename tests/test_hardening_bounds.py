@@ -275,3 +275,25 @@ def test_the_pattern_engine_agrees_with_re_on_what_it_runs() -> None:
         assert Pattern(source).search(text) == bool(re.search(source, text)), source
     with pytest.raises(PatternRefused):
         Pattern("(")
+
+
+def test_run_agent_takes_its_limits_per_run() -> None:
+    kept: list[str] = []
+
+    @tool
+    def keep(text: str) -> str:
+        """Keep a text."""
+        kept.append(text)
+        return "kept"
+
+    step = json.dumps({"reason": "r", "action": "tool", "tool": "keep", "args": {"text": "x" * 50}, "answer": ""})
+    tight = Limits(max_argument_chars=20)
+    run = run_agent(ScriptedBrain([step, answer_step("no")]), [keep], "t", limits=tight, policies=())
+    assert kept == [] and run.ok
+    run = run_agent(ScriptedBrain([step, answer_step("yes")]), [keep], "t", policies=())
+    assert kept == ["x" * 50] and run.ok
+    digits = '{"reason":"r","action":"answer","tool":"","args":{},"answer":' + "1" * 30 + "}"
+    unread = [e.kind for e in run_agent(ScriptedBrain([digits, answer_step("ok")]), [], "t").events]
+    assert "unreadable" not in unread, "30 digits are within the default limit"
+    run = run_agent(ScriptedBrain([digits, answer_step("ok")]), [], "t", limits=Limits(max_integer_digits=10))
+    assert "unreadable" in [e.kind for e in run.events], "past a 10-digit limit the reply is unreadable"

@@ -52,6 +52,7 @@ from shapeloop.events import (
     ToolReturned,
 )
 from shapeloop.extract import Extraction, extract_step
+from shapeloop.limits import Limits
 from shapeloop.loop import choose_mode, run_agent
 from shapeloop.many import run_many
 from shapeloop.policies import Policy
@@ -89,6 +90,7 @@ __all__ = [
     "Finish",
     "FunctionBrain",
     "JsonlSink",
+    "Limits",
     "Message",
     "Mode",
     "ModeChanged",

@@ -49,6 +49,7 @@ from shapeloop.events import (
 )
 from shapeloop.extract import extract_step
 from shapeloop.guards import BarrenRepeats, Budget, CallRecord, CallRepeats
+from shapeloop.limits import Limits
 from shapeloop.offer import Offer
 from shapeloop.output import TypedAnswer, typed_answer
 from shapeloop.policies import DEFAULT, Policy, RunView
@@ -99,6 +100,7 @@ def run_agent(
     batch: bool = False,
     tool_timeout: float | None = 60.0,
     policies: Sequence[Policy] | None = None,
+    limits: Limits | None = None,
     ground_ids: bool | None = None,
     ground_values: bool | None = None,
 ) -> AgentRun[OutputT]:
@@ -136,6 +138,8 @@ def run_agent(
         policies: the help this run gives the model (:mod:`shapeloop.policies`): None for
             :data:`~shapeloop.policies.DEFAULT`, ``()`` for the plain loop, or any tuple of
             policies; each change one makes is a :class:`~shapeloop.events.PolicyIntervened` event.
+        limits: bounds on schemas, replies and arguments (:class:`~shapeloop.limits.Limits`): sizes,
+            integer digits, nesting, and the time a schema's ``pattern`` may take; defaults when None.
         ground_ids: deprecated, no effect (id grounding was removed: it refused legitimate calls).
         ground_values: deprecated, no effect (value grounding was removed: it refused "tomorrow",
             "München" called as Munich, and every translation).
@@ -161,12 +165,12 @@ def run_agent(
             raise TypeError(f"policies takes shapeloop.policies.Policy objects, not {policy!r}: subclass Policy")
     toolbox = Toolbox(
         tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars,
-        timeout=tool_timeout,
+        timeout=tool_timeout, limits=limits,
     )  # fmt: skip
     offered = list(toolbox.tools.values())
     brain = as_brain(brain)
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
-    typed = None if output_type is None else typed_answer(output_type)
+    typed = None if output_type is None else typed_answer(output_type, limits=limits)
     answer_schema = None if typed is None else typed.schema
     offer = Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch, max_reason_chars=max_reason_chars)
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
@@ -281,12 +285,12 @@ class _Run:
         """The step in a reply, or None after feeding back why there is none."""
         if self.mode is Mode.NATIVE:
             # After native calls, a reply in plain text is the model's answer.
-            found = extract_step(reply.text)
+            found = extract_step(reply.text, limits=self.toolbox.limits)
             return found.step or Step(reason="", action="answer", tool="", args={}, answer=reply.text.strip())
         ignored = _ignored_schema(reply) if self.mode is Mode.CONSTRAINED else None
         if ignored is not None:
             self._switch(Mode.PROSE, ignored)
-        found = extract_step(reply.text)
+        found = extract_step(reply.text, limits=self.toolbox.limits)
         error = (
             (found.error or "no step found") if found.step is None else _names_no_tool(found.step, self.toolbox.tools)
         )
