@@ -62,6 +62,12 @@ def test_the_batch_variant_constrains_each_call_by_its_tools_schema() -> None:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(json.loads(bad), schema)
     assert "calls" not in json.dumps(step_schema([lookup, add]))
+    # a batch run's calls are a list, one call a list of one: no single-call variant beside it
+    actions = [v["properties"]["action"]["const"] for v in schema["anyOf"]]
+    assert actions == ["calls", "answer"]
+    jsonschema.validate(json.loads(calls(("lookup", {"key": "colour"}))), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(tool_step("lookup", key="colour")), schema)
 
 
 def test_a_batch_is_read_from_prose() -> None:
@@ -86,7 +92,7 @@ def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
         '[1] lookup({"key": "size"}):\nlarge\n\n[2] add({"a": 2, "b": 3}):\n5\n\n[3] lookup({"key": "colour"}):\nred'
         in (feedback)
     )
-    assert 'action "calls"' in brain.asked[0].messages[0]["content"]
+    assert '"action": "calls", "calls": [' in brain.asked[0].messages[0]["content"]
     assert feedback.endswith("\nThe task: Three things: the size, 2 plus 3, the colour.")
 
 

@@ -56,18 +56,28 @@ _EXAMPLE = "\n".join(
 )
 
 
+# The same, for a run whose steps make their calls as a list (``batch``): one call is a list of one.
+_INTRO_CALLS = (
+    "You complete the user's task one step at a time: each step either makes tool calls or gives the final answer."
+)
+_FORMAT_CALLS = """Every reply is one JSON object, in one of two shapes:
+  to call tools: {"reason": "what you do next and why", "action": "calls", "calls": [{"tool": "NAME", "args": {...}}]}
+    with one call, or several independent calls when the task asks for several things at once
+  to finish: {"reason": "...", "action": "answer", "tool": "", "args": {}, "answer": "your final answer"}"""
+_EXAMPLE_CALLS = "\n".join(
+    [
+        "Example, with a made-up tool get_price (use the real tools above):",
+        "Task: What do a kilo of plums and a kilo of pears cost?",
+        'You: {"reason": "I need both prices", "action": "calls", "calls": [{"tool": "get_price", "args": '
+        '{"item": "plums"}}, {"tool": "get_price", "args": {"item": "pears"}}]}',
+        'Results: [1] plums cost 2.40 EUR per kilo [2] pears cost 3.10 EUR per kilo',
+        'You: {"reason": "The results give both prices", "action": "answer", "tool": "", "args": {}, '
+        '"answer": "Plums cost 2.40 EUR a kilo, pears 3.10 EUR."}',
+    ]
+)
+
 _PROSE = "Reply with the JSON object only: no other text before or after it."
 
-_BATCH = (
-    'To make several independent calls in one step, reply with action "calls" and the list of calls, '
-    'instead of "tool", "args" and "answer":\n'
-    + json.dumps(
-        {"reason": "I need the weather in two cities", "action": "calls",
-         "calls": [{"tool": "get_weather", "args": {"city": "Oslo"}},
-                   {"tool": "get_weather", "args": {"city": "Bergen"}}]}
-    )
-    + "\nThe results come back together, in the same order."
-)  # fmt: skip
 
 _NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
 
@@ -87,18 +97,17 @@ def system_prompt(
         prose: the backend cannot enforce the schema, so say plainly that only JSON is wanted.
         extra: the caller's own instructions, appended.
         answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
-        batch: the model may make several calls in one step.
+        batch: the model makes its calls as a list, one or several in one step.
     """
-    lines = [_INTRO, _FORMAT, ""]
+    calls = batch and bool(tools)
+    lines = [_INTRO_CALLS, _FORMAT_CALLS, ""] if calls else [_INTRO, _FORMAT, ""]
     if tools:
         lines += ["Tools:", render_tools(tools, "outline")]
     else:
         lines.append("There are no tools in this run: answer directly.")
     lines += ["", "Rules:", *(f"- {rule}" for rule in _RULES)]
     if tools:
-        lines += ["", _EXAMPLE]
-    if tools and batch:
-        lines += ["", _BATCH]
+        lines += ["", _EXAMPLE_CALLS if calls else _EXAMPLE]
     if answer_schema is not None:
         lines += [
             "",

@@ -104,14 +104,17 @@ def step_schema(
             inside the string from eating the token budget).
         answer_schema: the JSON schema of a typed answer; objects in it that do not say otherwise
             are closed (``additionalProperties: false``), so decoding cannot wander into extra keys.
-        batch: add a variant ``{"reason", "action": "calls", "calls": [...]}`` whose calls are
-            each constrained by their tool's argument schema (1 to ``MAX_BATCH`` of them).
+        batch: the calls are made as a list, in a variant ``{"reason", "action": "calls", "calls":
+            [...]}`` (in place of one variant per tool) whose calls are each constrained by their
+            tool's argument schema (1 to ``MAX_BATCH`` of them).
     """
     tools = list(tools)
     variants: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
     arguments = {tool.name: _arguments(tool, into=defs) for tool in tools}
-    for name, args in arguments.items():
+    # a batch run makes its calls as a list (one call is a list of one): offered a single call beside
+    # the list, qwen2.5-coder-0.5b made one call where the task asked for several
+    for name, args in {} if batch else arguments.items():
         variants.append(_object({
             "reason": _reason(max_reason_chars), "action": {"const": "tool"}, "tool": {"const": name},
             "args": args, "answer": {"const": ""},
