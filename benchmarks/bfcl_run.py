@@ -1,7 +1,9 @@
 """Run one BFCL item through a column: the raw one-call baseline, or the loop with a policy set.
 
 Single-turn functions have no implementation in BFCL: a call made to one is recorded and answered
-with :data:`NO_RESULT`, and the calls the run made are its answer. Multi-turn items call BFCL's API
+with :data:`NO_RESULT`. BFCL asks a model once, so a single-turn item is scored on the first step of
+the run that reached a tool (a refused call is no call): the run stops there (:class:`FirstCalls`),
+and a run that answers before any call ran is scored as an answer. Multi-turn items call BFCL's API
 classes for real, through BFCL's own executor, so the state carries from call to call and turn to
 turn; each turn is a run that continues the previous one (``history=``).
 
@@ -25,6 +27,8 @@ from shapeloop import (
     AgentRun,
     BackendError,
     BackendUnavailable,
+    BaseBrain,
+    Capabilities,
     Brain,
     Message,
     Reply,
@@ -57,6 +61,34 @@ class Made:
         """Note the step in progress (a sink for ``run_agent``)."""
         if isinstance(event, StepBegan):
             self.step = event.step
+
+
+class Scored(BackendError):
+    """Raised in place of a request once a single-turn run's first calls have run: the run ends."""
+
+
+class FirstCalls(BaseBrain):
+    """``brain``, asked until a step's calls have run; the next request ends the run (:class:`Scored`).
+
+    Single-turn BFCL items are scored on the first step that reached a tool, so what the model would
+    do with :data:`NO_RESULT` afterwards costs time and changes nothing.
+    """
+
+    def __init__(self, brain: Brain, made: Made) -> None:
+        self.brain, self.made = brain, made
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        return self.brain.capabilities
+
+    @property
+    def members(self) -> Sequence[Brain]:
+        return (self.brain,)
+
+    def ask(self, request: Request) -> Reply:
+        if self.made.calls:
+            raise Scored("the first step that reached a tool has been made: the item is scored on it")
+        return self.brain.ask(request)
 
 
 def native_name(name: str) -> str:
@@ -140,9 +172,11 @@ def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[s
     system, history, task = _split(item.turns[0])
     started = time.perf_counter()
     tools = single_tools(item, made, native=native)
-    run = run_agent(brain, tools, task, batch=True, max_steps=max_steps, system=system,
+    run = run_agent(FirstCalls(brain, made), tools, task, batch=True, max_steps=max_steps, system=system,
                     history=history or None, on_event=made.on_event, **loop_options(column))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
+    if made.calls:  # the run ended on Scored (or on its last step): it called, as raw's "called"
+        facts.update(stop="called", steps=made.calls[-1][0])
     calls = [call for _, call in made.calls]
     return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"], native=native), **facts}
 

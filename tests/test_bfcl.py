@@ -383,3 +383,21 @@ def test_the_plan_of_a_run() -> None:
     assert len(plan("--category", "parallel,live_parallel", "--limit", "3", "--shard", "2/2")) == 3
     with pytest.raises(SystemExit, match="not in the tune sample"):
         plan("--sample", "tune", "--category", "simple_python")
+
+
+def test_a_single_turn_item_is_scored_on_the_first_step_that_reached_a_tool() -> None:
+    item = bfcl_data.items("parallel")[10]  # math.pythagoras twice
+    right = oracle_calls(item)
+    again = step_calls(right)
+    # right first, then the same calls again (what qwen2.5-coder-0.5b did with NO_RESULT): the run
+    # ends after the first calls ran, so the repeat is never asked for, nor scored
+    brain = ScriptedBrain([again, again, step_answer("done")])
+    record = bfcl_run.run_item(brain, item, "plain", max_steps=6)
+    assert record["valid"] and record["steps"] == 1 and record["stop"] == "called", record
+    # a first step refused before it ran (no such function) is no call: the next step is scored
+    wrong = step_calls([("no_such_function", {})])
+    record = bfcl_run.run_item(ScriptedBrain([wrong, again, step_answer("done")]), item, "plain", max_steps=6)
+    assert record["valid"] and record["steps"] == 2, record
+    # a first call that ran but is wrong is scored wrong, whatever follows
+    record = bfcl_run.run_item(ScriptedBrain([step_calls(right[:1]), again]), item, "plain", max_steps=6)
+    assert not record["valid"] and record["checker_input"] == [{right[0][0]: right[0][1]}], record
