@@ -239,5 +239,3 @@ def test_native_calls_of_one_reply_run_as_a_batch_when_batch_is_on() -> None:
     run = run_agent(brain, [wait, signal], "t", mode="native", batch=True)
     assert run.ok and [e.text for e in returned(run)] == ["overlapped", "signalled"]
     assert brain.asked[1].messages[-1]["content"].startswith("Results of 2 calls")
-
-

@@ -156,5 +156,3 @@ def test_an_unknown_model_is_refused_before_llama_cpp_is_needed() -> None:
 
     with pytest.raises(UnknownModel, match="unknown model 'gpt-17'"):
         LlamaCppBrain("gpt-17")
-
-

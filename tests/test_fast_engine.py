@@ -181,5 +181,3 @@ def day_of_week(date: str) -> str:
         date: the date, YYYY-MM-DD.
     """
     return "a Tuesday"
-
-

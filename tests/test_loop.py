@@ -530,5 +530,3 @@ def test_a_file_that_names_another_keeps_read_file_offered_after_a_repeat(tmp_pa
     run = run_agent(brain, [workspace_tools(tmp_path)[0]], "Follow a.txt to the answer.")
     assert run.answer == "42"
     assert _variant_tools(brain.asked[3].schema) == {"read_file"}  # not held: it is the offered tool
-
-
