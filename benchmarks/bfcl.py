@@ -14,7 +14,10 @@ through the backend's native tool calls, where it has them), and any policy set 
 Every item's record is appended to a JSON Lines file as the item ends
 (``measurements/bfcl/<model>/<column>.jsonl``), so a stopped run keeps what it measured and
 ``--resume`` skips what is done; ``--shard K/N`` runs every N-th item from the K-th; the merge step
-builds ``measurements/bfcl.json`` from every record there.
+builds ``measurements/bfcl.json`` from every record there. ``--concurrency N`` keeps N items in
+flight against a server; ``--ray [ADDRESS]`` spreads them over the workers of a Ray cluster (one
+model loaded per worker, one CPU each; a local Ray without an address), the records written as
+they come back, so ``--resume`` works the same.
 
 The split. Tune categories, on which any prompt, policy or mechanism may be chosen:
 ``live_multiple``, ``live_irrelevance``, ``live_parallel``, ``live_parallel_multiple``,
@@ -37,9 +40,11 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from benchmarks import bfcl_data
 from benchmarks.bfcl_data import BFCL_WHEEL, CATEGORIES, Item
@@ -109,6 +114,49 @@ class Progress:
               file=sys.stderr, flush=True)  # fmt: skip
 
 
+class Worker:
+    """A Ray worker: it loads the model once and runs the items it is handed, one at a time (Ray runs
+    an actor's calls in turn, so the embedded backend's one context is never shared)."""
+
+    def __init__(self, backend: str, model: str, base_url: str | None, context: int) -> None:
+        from shapeloop import backends
+
+        options = {"context": context, "n_threads": 1} if backend == "llamacpp" else {}
+        self.brain = backends.create(backend, model, base_url=base_url, **options)
+
+    def run(self, category: str, item_id: str, column: str, max_steps: int) -> dict[str, Any]:
+        item = next(i for i in bfcl_data.items(category) if i.id == item_id)
+        return run_item(self.brain, item, column, max_steps=max_steps)
+
+
+def on_ray(
+    args: argparse.Namespace, todo: Sequence[tuple[Item, str]], write: Callable[[Item, str, dict[str, Any]], None]
+) -> None:
+    """Run ``todo`` on a Ray cluster's workers, each taking the next item when it is free."""
+    from benchmarks import cluster
+
+    ray = cluster._ray()
+    cluster._connect(ray, args.ray or None)
+    try:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(num_cpus=1)(Worker)
+        idle = [
+            actor.remote(args.backend, args.model, args.base_url, args.context) for _ in range(min(cpus, len(todo)))
+        ]
+        queue = deque(todo)
+        pending: dict[Any, tuple[Item, str, Any]] = {}
+        while queue or pending:
+            while queue and idle:
+                (item, column), worker = queue.popleft(), idle.pop()
+                pending[worker.run.remote(item.category, item.id, column, args.max_steps)] = (item, column, worker)
+            [ready], _ = ray.wait(list(pending), num_returns=1)
+            item, column, worker = pending.pop(ready)
+            idle.append(worker)
+            write(item, column, ray.get(ready))
+    finally:
+        ray.shutdown()
+
+
 def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str]) -> None:
     """Run every item in every column, appending each record as it ends."""
     bfcl_meta = {"version": BFCL_WHEEL.version, "sha256": BFCL_WHEEL.sha256}
@@ -120,18 +168,10 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
         print(f"--resume: {skipped} item runs already recorded, {len(todo)} to go", file=sys.stderr)
     if not todo:
         return
-    brain = make_brain(args.backend, args.model, args.base_url, args.context)
-    if args.concurrency > 1 and brain.capabilities.exclusive:
-        brain.close()
-        why = "holds one model and one context, so it answers one request at a time"
-        raise SystemExit(f"--concurrency {args.concurrency}: {args.model} on {args.backend} {why}; use a server "
-                         "backend (ollama, openai)")  # fmt: skip
     progress = Progress(len(todo))
     lock = threading.Lock()
 
-    def one(job: tuple[Item, str]) -> None:
-        item, column = job
-        record = run_item(brain, item, column, max_steps=args.max_steps)
+    def write(item: Item, column: str, record: dict[str, Any]) -> None:
         record = {"id": item.id, "category": item.category, "index": item.index, "column": column,
                   "model": args.model, "max_steps": args.max_steps, "context": args.context,
                   "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -142,6 +182,20 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             progress.step(column, bool(record["valid"]))
+
+    if args.ray is not None:
+        on_ray(args, todo, write)
+        return
+    brain = make_brain(args.backend, args.model, args.base_url, args.context)
+    if args.concurrency > 1 and brain.capabilities.exclusive:
+        brain.close()
+        why = "holds one model and one context, so it answers one request at a time"
+        raise SystemExit(f"--concurrency {args.concurrency}: {args.model} on {args.backend} {why}; use a server "
+                         "backend (ollama, openai), or --ray")  # fmt: skip
+
+    def one(job: tuple[Item, str]) -> None:
+        item, column = job
+        write(item, column, run_item(brain, item, column, max_steps=args.max_steps))
 
     try:
         if args.concurrency > 1:
@@ -173,6 +227,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--context", type=int, default=CONTEXT, help=f"llamacpp context window (default {CONTEXT})")
     parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
     parser.add_argument("--concurrency", type=int, default=1, help="items in flight at once against a server")
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help="spread the items over a Ray cluster's workers (a local Ray without ADDRESS)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="skip items that already have a record")
     parser.add_argument("--out", type=Path, default=RECORDS, help="folder for the records (default measurements/bfcl)")
     parser.add_argument("--merge", action="store_true", help="only rebuild measurements/bfcl.json from the records")

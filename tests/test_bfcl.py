@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -401,3 +402,26 @@ def test_a_single_turn_item_is_scored_on_the_first_step_that_reached_a_tool() ->
     # a first call that ran but is wrong is scored wrong, whatever follows
     record = bfcl_run.run_item(ScriptedBrain([step_calls(right[:1]), again]), item, "plain", max_steps=6)
     assert not record["valid"] and record["checker_input"] == [{right[0][0]: right[0][1]}], record
+
+
+def test_ray_spreads_the_items_over_workers_and_writes_the_records_a_local_run_writes(tmp_path: Path) -> None:
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("RAY TEST SKIPPED: ray is not installed: pip install '.[cluster]'")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("RAY TEST SKIPPED: the local Ray needs two CPUs for two workers to overlap")
+    from overlap_server import serving
+
+    base = ["--category", "irrelevance,live_relevance", "--limit", "2", "--columns", "raw,plain",
+            "--backend", "openai", "--model", "fake"]  # fmt: skip
+    with serving(hold=1) as server:
+        bfcl.main([*base, "--base-url", server.url, "--out", str(tmp_path / "local" / "bfcl")])
+    with serving(hold=2) as server:  # a worker per CPU of the local Ray: their requests overlap
+        bfcl.main([*base, "--base-url", server.url, "--out", str(tmp_path / "ray" / "bfcl"), "--ray"])
+        assert server.most_in_flight >= 2
+
+    def records(folder: str) -> list[tuple[str, str, bool]]:
+        lines = [line for f in sorted((tmp_path / folder / "bfcl" / "fake").glob("*.jsonl"))
+                 for line in f.read_text().splitlines()]  # fmt: skip
+        return sorted((r["column"], r["id"], r["valid"]) for r in map(json.loads, lines))
+
+    assert records("ray") == records("local") and len(records("ray")) == 8
