@@ -26,10 +26,14 @@ from shapeloop.events import RepeatNoticed, ToolCalled, ToolReturned
 from shapeloop.step import MAX_BATCH, Batch, step_schema
 
 
-def calls(*pairs: tuple[str, dict[str, Any]], reason: str = "all at once") -> str:
-    return json.dumps(
-        {"reason": reason, "action": "calls", "calls": [{"tool": name, "args": args} for name, args in pairs]}
-    )
+def calls(*pairs: tuple[str, dict[str, Any]]) -> str:
+    """A batch step as a batch run asks for it."""
+    return json.dumps({"calls": [{"name": name, "arguments": args} for name, args in pairs]})
+
+
+def five_field_calls(*pairs: tuple[str, dict[str, Any]]) -> str:
+    """A batch step in the loop's earlier shape, which the extractor still reads."""
+    return json.dumps({"reason": "r", "action": "calls", "calls": [{"tool": n, "args": a} for n, a in pairs]})
 
 
 @tool
@@ -62,17 +66,35 @@ def test_the_batch_variant_constrains_each_call_by_its_tools_schema() -> None:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(json.loads(bad), schema)
     assert "calls" not in json.dumps(step_schema([lookup, add]))
-    # a batch run's calls are a list, one call a list of one: no single-call variant beside it
-    actions = [v["properties"]["action"]["const"] for v in schema["anyOf"]]
-    assert actions == ["calls", "answer"]
-    jsonschema.validate(json.loads(calls(("lookup", {"key": "colour"}))), schema)
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(json.loads(tool_step("lookup", key="colour")), schema)
+    # a batch run's calls are a list, one call a list of one: no single-call variant beside it, and
+    # no reason or action: {"calls": [...]} or {"answer": ...}
+    assert [list(v["properties"]) for v in schema["anyOf"]] == [["calls"], ["answer"]]
+    jsonschema.validate({"answer": "red"}, schema)
+    for other in (tool_step("lookup", key="colour"), five_field_calls(("lookup", {"key": "colour"})),
+                  answer_step("red"), '{"answer": ""}'):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(other), schema)
+
+
+def test_a_batch_run_reads_both_shapes_and_a_plain_run_no_lean_one() -> None:
+    for text in (calls(("lookup", {"key": "colour"})), five_field_calls(("lookup", {"key": "colour"}))):
+        step = extract_step(text, batch=True).step
+        assert isinstance(step, Batch) and [(c.tool, c.args) for c in step.calls] == [("lookup", {"key": "colour"})]
+    answer = extract_step('{"answer": "red"}', batch=True).step
+    assert answer is not None and not isinstance(answer, Batch) and (answer.action, answer.answer) == ("answer", "red")
+    # outside a batch run an object of one key is never a step: a trailing {"answer": 2} is junk
+    assert extract_step('{"answer": "red"}').step is None
+    assert extract_step(tool_step("lookup", key="size") + ' {"answer": 2}').step.tool == "lookup"  # type: ignore[union-attr]
+    run = run_agent(ScriptedBrain([calls(("lookup", {"key": "size"})), '{"answer": "large"}']), [lookup], "size?",
+                    batch=True)  # fmt: skip
+    assert (run.stop, run.answer) == (StopReason.ANSWERED, "large")
 
 
 def test_a_batch_is_read_from_prose() -> None:
-    found = extract_step("I will do both: " + calls(("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 2})))
-    assert isinstance(found.step, Batch) and [c.tool for c in found.step.calls] == ["lookup", "add"]
+    pairs = (("lookup", {"key": "colour"}), ("add", {"a": 1, "b": 2}))
+    for found in (extract_step("I will do both: " + calls(*pairs), batch=True),
+                  extract_step("I will do both: " + five_field_calls(*pairs))):  # fmt: skip
+        assert isinstance(found.step, Batch) and [c.tool for c in found.step.calls] == ["lookup", "add"]
 
 
 def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
@@ -92,7 +114,9 @@ def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
         '[1] lookup({"key": "size"}):\nlarge\n\n[2] add({"a": 2, "b": 3}):\n5\n\n[3] lookup({"key": "colour"}):\nred'
         in (feedback)
     )
-    assert '"action": "calls", "calls": [' in brain.asked[0].messages[0]["content"]
+    prompt = brain.asked[0].messages[0]["content"]
+    assert '{"calls": [{"name": "<function name>", "arguments": {...}}, ...]}' in prompt and '"reason"' not in prompt
+    assert '{"name": "lookup", "description": "Look a key up.", "parameters": {' in prompt  # the tools as JSON
     assert feedback.endswith("\nThe task: Three things: the size, 2 plus 3, the colour.")
 
 
@@ -224,7 +248,8 @@ def test_repeats_are_counted_per_call_within_batches() -> None:
 
 
 def test_a_batch_in_a_run_without_batch_is_feedback_not_a_crash() -> None:
-    brain = ScriptedBrain([calls(("lookup", {"key": "colour"})), tool_step("lookup", key="colour"), answer_step("red")])
+    batch = five_field_calls(("lookup", {"key": "colour"}))
+    brain = ScriptedBrain([batch, tool_step("lookup", key="colour"), answer_step("red")])
     run = run_agent(brain, [lookup], "t", mode="prose")
     assert run.ok and run.steps == 3
     assert "This run takes one call a step" in brain.asked[1].messages[-1]["content"]

@@ -1,5 +1,6 @@
 """shapeloop: small local language models doing real work through tools."""
 
+from shapeloop.agent import run_agent
 from shapeloop.brain import (
     BaseBrain,
     Brain,
@@ -53,11 +54,10 @@ from shapeloop.events import (
 )
 from shapeloop.extract import Extraction, extract_step
 from shapeloop.limits import Limits
-from shapeloop.loop import choose_mode, run_agent
 from shapeloop.many import run_many
 from shapeloop.policies import Policy
 from shapeloop.router import RouterBrain
-from shapeloop.run import AgentRun, Mode, StopReason, Transcript
+from shapeloop.run import AgentRun, Mode, StopReason, Transcript, choose_mode
 from shapeloop.step import Batch, Step, flat_schema, step_schema
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall, tool

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
@@ -437,3 +438,14 @@ def as_brain(brain: Brain | Callable[..., Any]) -> Brain:
     if callable(brain):
         return FunctionBrain(brain)
     raise TypeError(f"a brain is a shapeloop.BaseBrain or a function {CONTRACT}; got a {type(brain).__name__}")
+
+
+def ignored_schema(reply: Reply) -> str | None:
+    """Why a reply to a constrained request shows the schema was not applied, or None."""
+    if reply.applied is Constraint.NONE:
+        return "the backend did not apply the schema"
+    try:
+        is_object = isinstance(json.loads(reply.text), dict)
+    except (ValueError, RecursionError):  # RecursionError: a reply of thousands of "["
+        is_object = False
+    return None if is_object else "the backend ignored the schema: the reply was not a JSON object"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from shapeloop import __version__, backends, models, policies
+from shapeloop.agent import run_agent
 from shapeloop.brain import Brain, ScriptedBrain
 from shapeloop.errors import ShapeloopError, UsageError
 from shapeloop.events import ConsoleSink
 from shapeloop.limits import Limits, json_decoder
-from shapeloop.loop import run_agent
 from shapeloop.output import typed_answer
 from shapeloop.run import AgentRun, StopReason
 from shapeloop.text import printable, to_json

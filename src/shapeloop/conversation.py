@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from shapeloop.agent import run_agent
 from shapeloop.brain import Brain, Message, Usage
 from shapeloop.extract import extract_step
-from shapeloop.loop import run_agent
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch
 from shapeloop.tools import Tool, ToolCall
@@ -296,7 +296,7 @@ def _fold(messages: list[Message]) -> tuple[list[Message], list[str]]:
 
 def _what(before: Message) -> str:
     """What a message fed back after ``before`` (the model's step) holds, by the step it answers."""
-    step = extract_step(before["content"]).step if before["role"] == "assistant" else None
+    step = extract_step(before["content"], batch=True).step if before["role"] == "assistant" else None
     if isinstance(step, Batch):
         calls = ", ".join(str(ToolCall(tool=c.tool, args=c.args)) for c in step.calls)
         return f"results of {len(step.calls)} calls ({_clip(calls, _CALL_CHARS * 2)})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import IO, Any, ClassVar
 
@@ -279,3 +279,11 @@ _STATUS_COLOR = {
     ToolStatus.REPEAT: "35",
     ToolStatus.CANCELLED: "31",
 }
+
+
+def max_steps_reason(events: Sequence[Event], max_steps: int) -> str:
+    """Why a run stopped at ``max_steps``, with how its last step ended."""
+    ended = (e for e in reversed(events) if not isinstance(e, (StepBegan, ReplyReceived, ThoughtGiven)))
+    last = next(ended, None)
+    tail = f"; the last step ended with {last.kind.replace('_', ' ')}" if last is not None else ""
+    return f"no accepted answer after {max_steps} steps (max_steps={max_steps}){tail}"

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shapeloop.limits import Limits, json_decoder
-from shapeloop.step import BATCH_FIELDS, FIELDS, Batch, Step
+from shapeloop.step import BATCH_FIELDS, CALL_KEYS, FIELDS, Batch, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
@@ -33,7 +33,10 @@ _THINK_BLOCKS = tuple(
 _SPACE = re.compile(r"\s*")
 # An object that may be a step: its first key is one of the step's fields (extra keys are refused).
 _SHAPES = (frozenset(FIELDS), frozenset(BATCH_FIELDS))  # a step's keys, or a batch's
-_OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(_SHAPES[0] | _SHAPES[1])) + ')"')
+# and in a batch run also its two lean shapes: {"calls": [...]} and {"answer": ...}
+_BATCH_SHAPES = (*_SHAPES, frozenset({"calls"}), frozenset({"answer"}))
+Shapes = tuple[frozenset[str], ...]
+_OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(frozenset().union(*_BATCH_SHAPES))) + ')"')
 _WINDOW = 256  # characters decoded at first from a candidate; grown fourfold while cut short
 _VALIDATION_COST = 256  # what a full validation is charged, in characters of budget
 
@@ -71,7 +74,7 @@ class Extraction:
         return f"no step among {self.objects} object(s){removed}: {self.error}"
 
 
-def extract_step(text: str, *, limits: Limits | None = None) -> Extraction:
+def extract_step(text: str, *, limits: Limits | None = None, batch: bool = False) -> Extraction:
     """Find the step in a model's reply.
 
     The whole reply is tried first (also with a leading ``<think>`` block and an outer code fence
@@ -80,6 +83,9 @@ def extract_step(text: str, *, limits: Limits | None = None) -> Extraction:
     validates as a :class:`Step` wins. The reply's text is never altered, so a think tag or a
     fence inside a string value survives.
 
+    In a batch run (``batch``) a step may also be written ``{"calls": [{"name", "arguments"}, ...]}``
+    or ``{"answer": ...}``; elsewhere an object of one key is never a step.
+
     The JSON is read strictly (:func:`~shapeloop.limits.json_decoder`): an object holding NaN,
     Infinity or an integer longer than ``limits.max_integer_digits`` is not a step, and the error
     says which number.
@@ -87,14 +93,15 @@ def extract_step(text: str, *, limits: Limits | None = None) -> Extraction:
     decoder = json_decoder(limits or Limits())
     regions = _think_regions(text)
     stripped = (("think",) if regions else ()) + (("fence",) if _FENCE.search(text) else ())
+    shapes = _BATCH_SHAPES if batch else _SHAPES
     for candidate in (text.strip(), _unwrap(text, regions)):
-        whole = _as_step(candidate, decoder)
+        whole = _as_step(candidate, decoder, shapes)
         if not isinstance(whole, str):
             return Extraction(step=whole, whole=True, stripped=stripped)
     starts = [match.start() for match in _OPENING.finditer(text)]
     if regions:
         starts = [start for start in starts if not _inside(start, regions)]
-    return _last_step(text, starts, stripped, decoder)
+    return _last_step(text, starts, stripped, decoder, shapes)
 
 
 def split_think(text: str) -> tuple[str, str]:
@@ -165,7 +172,9 @@ def _inside(position: int, regions: list[tuple[int, int]]) -> bool:
     return index >= 0 and regions[index][0] <= position < regions[index][1]
 
 
-def _last_step(text: str, starts: list[int], stripped: tuple[str, ...], decoder: json.JSONDecoder) -> Extraction:
+def _last_step(
+    text: str, starts: list[int], stripped: tuple[str, ...], decoder: json.JSONDecoder, shapes: Shapes
+) -> Extraction:
     error = None
     if not starts:
         error = "the reply holds no JSON object" + (" that starts like a step" if "{" in text else "")
@@ -177,10 +186,10 @@ def _last_step(text: str, starts: list[int], stripped: tuple[str, ...], decoder:
             break
         value, cost = _decode_at(text, starts[index], decoder)
         budget -= cost
-        result = value if isinstance(value, str) else _step_of(value, explain=error is None)
+        result = value if isinstance(value, str) else _step_of(value, shapes, explain=error is None)
         if not isinstance(result, str):
             return Extraction(step=result, objects=len(starts), chosen=index, stripped=stripped)
-        if isinstance(value, dict) and value.keys() in _SHAPES:
+        if isinstance(value, dict) and value.keys() in shapes:
             budget -= _VALIDATION_COST
         error = error or result
     return Extraction(step=None, objects=len(starts), stripped=stripped, error=error)
@@ -211,7 +220,7 @@ def _decode_at(text: str, start: int, decoder: json.JSONDecoder) -> tuple[Any, i
         size *= 4
 
 
-def _as_step(candidate: str, decoder: json.JSONDecoder) -> Step | Batch | str:
+def _as_step(candidate: str, decoder: json.JSONDecoder, shapes: Shapes) -> Step | Batch | str:
     """The candidate as a step, or a short reason why it is not one."""
     if not candidate.startswith("{"):
         return "the reply is not a JSON object"
@@ -219,16 +228,31 @@ def _as_step(candidate: str, decoder: json.JSONDecoder) -> Step | Batch | str:
         data = decoder.decode(candidate)
     except (ValueError, RecursionError) as exc:
         return f"invalid JSON ({exc})"
-    return _step_of(data, explain=True)
+    return _step_of(data, shapes, explain=True)
 
 
-def _step_of(data: Any, *, explain: bool) -> Step | Batch | str:
+def _full(data: dict[str, Any]) -> dict[str, Any]:
+    """A batch run's lean step (``{"calls": [{"name", "arguments"}]}`` or ``{"answer"}``) in the
+    fields of :class:`Batch` or :class:`Step`; anything else as it is."""
+    if data.keys() == {"answer"}:
+        return {"reason": "", "action": "answer", "tool": "", "args": {}, "answer": data["answer"]}
+    if data.keys() != {"calls"} or not isinstance(data["calls"], list):
+        return data
+    name, args = CALL_KEYS
+    calls = [{"tool": c[name], "args": c[args]} if isinstance(c, dict) and c.keys() == {name, args} else c
+             for c in data["calls"]]  # fmt: skip
+    return {"reason": "", "action": "calls", "calls": calls}
+
+
+def _step_of(data: Any, shapes: Shapes, *, explain: bool) -> Step | Batch | str:
     """``data`` as a step, or why not: pydantic's account when ``explain``, else a short one
     (a full validation error costs far more than a glance at the keys)."""
     if not isinstance(data, dict):
         return "the JSON is not an object"
-    if not explain and data.keys() not in _SHAPES:
+    if not explain and data.keys() not in shapes:
         return "not a valid step: its keys are not the step's fields"
+    if shapes is _BATCH_SHAPES:
+        data = _full(data)
     try:
         return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)
     except ValidationError as exc:

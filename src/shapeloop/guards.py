@@ -28,6 +28,16 @@ class CallRecord:
     times: int
     repeats: int
 
+    def stuck_reason(self, limit: int) -> str:
+        """Why a run stops as stuck on this call, at ``limit`` repeats."""
+        same = self.repeats + 1
+        detail = (
+            "with the same result each time"
+            if same == self.times
+            else f"and the last {same} calls returned the same result"
+        )
+        return f"{self.call} was called {self.times} times {detail} (stuck_limit={limit} repeats)"
+
 
 @dataclass(kw_only=True)
 class CallRepeats:

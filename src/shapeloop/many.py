@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from shapeloop.agent import run_agent
 from shapeloop.brain import BaseBrain, Brain, Usage, as_brain
 from shapeloop.events import Event, ModeChanged, ReplyReceived, RunStopped, Sink, StepBegan
-from shapeloop.loop import run_agent
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 
 Job = Mapping[str, Any]

@@ -19,8 +19,10 @@ import jsonschema.exceptions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
+from shapeloop import prompts
 from shapeloop.limits import Limits, json_decoder, schema_problem, value_problem
 from shapeloop.pattern import bounded_validator
+from shapeloop.text import escape_surrogates
 
 MAX_ERRORS = 8
 """The most validation errors put to the model at once (a small model reads the first few)."""
@@ -123,3 +125,23 @@ def _pydantic_errors(exc: ValidationError) -> list[str]:
 def _path(parts: Any) -> str:
     joined = ".".join(str(p) for p in parts)
     return joined or "(root)"
+
+
+def answer_problem(answer: Any, typed: TypedAnswer | None) -> tuple[tuple[str, str, str] | None, Any, str]:
+    """``(problem, value, text)``: an answer checked against the output type, or for being text at all.
+    ``problem`` is None, or ``(objection, feedback, kind of barren reply)``."""
+    if isinstance(answer, str):
+        answer = escape_surrogates(answer)  # JSON's "\ud800" decodes to a lone surrogate
+    if typed is not None:
+        checked = typed.check(answer)
+        if checked.errors:
+            objection = "the answer does not match the output type: " + "; ".join(checked.errors)
+            shown = json.dumps(answer, sort_keys=True, default=str, ensure_ascii=False)
+            return (objection, prompts.invalid_answer_feedback(checked.errors), "invalid-answer"), None, shown
+        return None, checked.value, checked.text
+    if not isinstance(answer, str):
+        shown = json.dumps(answer, ensure_ascii=False)
+        return ("the answer is not text", prompts.answer_not_text_feedback(), "non-text-answer"), None, shown
+    if not answer.strip():
+        return ("the answer is empty", prompts.empty_answer_feedback(), "empty-answer"), None, answer
+    return None, answer, answer

@@ -56,30 +56,26 @@ _EXAMPLE = "\n".join(
 )
 
 
-# The same, for a run whose steps make their calls as a list (``batch``): one call is a list of one.
-_INTRO_CALLS = (
-    "You complete the user's task one step at a time: each step either makes tool calls or gives the final answer."
-)
-_FORMAT_CALLS = """Every reply is one JSON object, in one of two shapes:
-  to call tools: {"reason": "what you do next and why", "action": "calls", "calls": [{"tool": "NAME", "args": {...}}]}
-    with one call, or several independent calls when the task asks for several things at once
-  to finish: {"reason": "...", "action": "answer", "tool": "", "args": {}, "answer": "your final answer"}"""
-_EXAMPLE_CALLS = "\n".join(
-    [
-        "Example, with a made-up tool get_price (use the real tools above):",
-        "Task: What do a kilo of plums and a kilo of pears cost?",
-        'You: {"reason": "I need both prices", "action": "calls", "calls": [{"tool": "get_price", "args": '
-        '{"item": "plums"}}, {"tool": "get_price", "args": {"item": "pears"}}]}',
-        'Results: [1] plums cost 2.40 EUR per kilo [2] pears cost 3.10 EUR per kilo',
-        'You: {"reason": "The results give both prices", "action": "answer", "tool": "", "args": {}, '
-        '"answer": "Plums cost 2.40 EUR a kilo, pears 3.10 EUR."}',
-    ]
-)
+# A run whose steps make their calls as a list (``batch``) asks in the tool-call JSON small models were
+# trained on, with the functions as JSON, as one raw constrained call does: on BFCL's tune categories the
+# five-field prompt, its rules and its worked example cost qwen2.5-coder-0.5b calls against that raw
+# call (measurements/policies.json).
+_BATCH = """You complete the user's task with the functions below. Reply with one JSON object, in one of two shapes:
+{{"calls": [{{"name": "<function name>", "arguments": {{...}}}}, ...]}} to call one function, or several at once \
+when the task asks for several things;
+{{"answer": "..."}} to give your final answer: when the results so far answer the task, or when the task needs \
+no function or none of them fits.
+
+Functions:
+{functions}
+
+After your calls, the next message gives their results. Your answer says what the results say. A result starting \
+with ERROR: or DENIED: means the call failed or was refused: it is not an answer."""
 
 _PROSE = "Reply with the JSON object only: no other text before or after it."
 
 
-_NEXT_BATCH = 'If these results answer the task, reply with action "answer" now; otherwise make more calls.'
+_NEXT_BATCH = 'If these results answer the task, reply with {"answer": "..."} now; otherwise make more calls.'
 
 
 def system_prompt(
@@ -99,15 +95,14 @@ def system_prompt(
         answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
         batch: the model makes its calls as a list, one or several in one step.
     """
-    calls = batch and bool(tools)
-    lines = [_INTRO_CALLS, _FORMAT_CALLS, ""] if calls else [_INTRO, _FORMAT, ""]
-    if tools:
-        lines += ["Tools:", render_tools(tools, "outline")]
+    if batch and tools:
+        lines = [_BATCH.format(functions=render_tools(tools, "json"))]
+    elif tools:
+        lines = [_INTRO, _FORMAT, "", "Tools:", render_tools(tools, "outline"), "", "Rules:"]
+        lines += [*(f"- {rule}" for rule in _RULES), "", _EXAMPLE]
     else:
-        lines.append("There are no tools in this run: answer directly.")
-    lines += ["", "Rules:", *(f"- {rule}" for rule in _RULES)]
-    if tools:
-        lines += ["", _EXAMPLE_CALLS if calls else _EXAMPLE]
+        lines = [_INTRO, _FORMAT, "", "There are no tools in this run: answer directly.", "", "Rules:"]
+        lines += [f"- {rule}" for rule in _RULES]
     if answer_schema is not None:
         lines += [
             "",
@@ -184,20 +179,20 @@ def answer_not_text_feedback() -> str:
     return 'Your answer must be text: put your answer to the task in "answer" as a string, or call a tool.'
 
 
-def unreadable_feedback(error: str) -> str:
+def unreadable_feedback(error: str, *, batch: bool = False) -> str:
     """After a reply that holds no valid step."""
-    return (
-        f"Your reply was not a valid step ({_clip(error)}). Reply with one JSON object with the "
-        'fields "reason", "action", "tool", "args" and "answer".'
+    shape = (
+        '{"calls": [{"name": ..., "arguments": {...}}]} or {"answer": "..."}'
+        if batch
+        else 'the fields "reason", "action", "tool", "args" and "answer"'
     )
+    return f"Your reply was not a valid step ({_clip(error)}). Reply with one JSON object: {shape}."
 
 
-def cut_feedback() -> str:
+def cut_feedback(*, batch: bool = False) -> str:
     """After a reply cut off at the length limit."""
-    return (
-        "Your reply was cut off at the length limit before it was complete. Reply again, "
-        'shorter: keep "reason" to one short sentence.'
-    )
+    shorter = "make fewer calls at once" if batch else 'keep "reason" to one short sentence'
+    return f"Your reply was cut off at the length limit before it was complete. Reply again, shorter: {shorter}."
 
 
 def empty_answer_feedback() -> str:

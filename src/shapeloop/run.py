@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
-from shapeloop.brain import Message, Usage
+from shapeloop.brain import Capabilities, Message, SchemaSupport, Usage
 from shapeloop.errors import TranscriptError
 from shapeloop.text import to_json
 
@@ -50,6 +50,19 @@ class StopReason(enum.StrEnum):
     ERROR = "error"
     """The run raised (a failing tool acceptor, a brain's untranslated error); ``run_many`` keeps it
     as this stop, the exception in ``reason``, rather than losing the batch."""
+
+
+def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
+    """The mode a run starts in: the one wanted, or the nearest below it that the brain declares.
+
+    Returns the mode and, when it is not the one wanted, the reason (else an empty string).
+    """
+    mode, reason = wanted, ""
+    if mode is Mode.NATIVE and not capabilities.native_tools:
+        mode, reason = Mode.CONSTRAINED, "the backend has no native tool calls"
+    if mode is Mode.CONSTRAINED and capabilities.schema is SchemaSupport.NONE:
+        mode, reason = Mode.PROSE, "the backend cannot constrain a reply to a schema"
+    return mode, reason
 
 
 @dataclass(kw_only=True)

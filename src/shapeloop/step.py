@@ -6,6 +6,12 @@ what the schema demands, and with ``tool`` and ``args`` optional granite4:350m a
 
 A run may also take a typed answer (the answer variant's ``answer`` is then the caller's schema) and
 batches (a :class:`Batch` step carries several independent calls at once).
+
+A batch run's step is written as the tool-call JSON small models were trained on, and nothing else:
+``{"calls": [{"name": ..., "arguments": {...}}, ...]}`` or ``{"answer": ...}``. Measured on BFCL's
+tune categories with qwen2.5-coder-0.5b, the five-field shape with a ``reason`` first and an
+``action`` made one call where a task asked for two, and abstained where a call was wanted
+(``measurements/policies.json``). Both variants are still all required.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ if TYPE_CHECKING:
 
 FIELDS = ("reason", "action", "tool", "args", "answer")
 BATCH_FIELDS = ("reason", "action", "calls")
+CALL_KEYS = ("name", "arguments")
+"""The keys of one call in a batch step, as OpenAI's and Qwen's tool-call JSON write them."""
 MAX_BATCH = 8
 """The most calls one batch step may carry (an unbounded list lets a looping model fill its token budget)."""
 # Where a typed answer's ``$defs`` go; a tool's prefix is made of letters, digits and ``_``, so never this.
@@ -70,6 +78,12 @@ class Batch(BaseModel):
         return json_text(self.model_dump(), ensure_ascii=False)
 
 
+def batch_json(calls: Iterable[Any]) -> str:
+    """Calls (anything with ``tool`` and ``args``) as a batch step writes them: ``{"calls": [...]}``."""
+    name, args = CALL_KEYS
+    return json_text({"calls": [{name: c.tool, args: dict(c.args)} for c in calls]}, ensure_ascii=False)
+
+
 def flat_schema(*, max_reason_chars: int | None = None) -> dict[str, Any]:
     """The five-field schema with no per-tool detail, for engines that cannot compile the tighter one."""
     return _object(
@@ -104,9 +118,9 @@ def step_schema(
             inside the string from eating the token budget).
         answer_schema: the JSON schema of a typed answer; objects in it that do not say otherwise
             are closed (``additionalProperties: false``), so decoding cannot wander into extra keys.
-        batch: the calls are made as a list, in a variant ``{"reason", "action": "calls", "calls":
-            [...]}`` (in place of one variant per tool) whose calls are each constrained by their
-            tool's argument schema (1 to ``MAX_BATCH`` of them).
+        batch: the step is ``{"calls": [...]}`` (1 to ``MAX_BATCH`` calls, each ``{"name",
+            "arguments"}`` constrained by its tool's argument schema) or ``{"answer": ...}``; there
+            is no ``reason`` (see the module's docstring).
     """
     tools = list(tools)
     variants: list[dict[str, Any]] = []
@@ -120,12 +134,13 @@ def step_schema(
             "args": args, "answer": {"const": ""},
         }))  # fmt: skip
     if batch and arguments:
-        calls = [_object({"tool": {"const": name}, "args": args}) for name, args in arguments.items()]
-        variants.append(_batch_variant(calls, max_reason_chars))
+        name_key, args_key = CALL_KEYS
+        calls = [_object({name_key: {"const": name}, args_key: args}) for name, args in arguments.items()]
+        variants.append(_batch_variant(calls))
     answer = {"type": "string", "minLength": 1}
     if answer_schema is not None:
         answer = _hoist_defs(_closed(answer_schema), prefix=ANSWER_DEFS, into=defs)
-    variants.append(_answer_variant(answer, max_reason_chars))
+    variants.append(_object({"answer": answer}) if batch else _answer_variant(answer, max_reason_chars))
     schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"anyOf": variants}
     if defs:
         schema = {**schema, "$defs": defs}
@@ -135,7 +150,7 @@ def step_schema(
 def without_answer(schema: Mapping[str, Any]) -> dict[str, Any]:
     """``schema`` less its answer variant: the step must call a tool. A schema with nothing but the
     answer (no tools) is returned as it is."""
-    variants = [v for v in schema.get("anyOf", [schema]) if _action(v) != "answer"]
+    variants = [v for v in schema.get("anyOf", [schema]) if not _answers(v)]
     if not variants:
         return dict(schema)
     kept: dict[str, Any] = dict(variants[0]) if len(variants) == 1 else {"anyOf": variants}
@@ -152,26 +167,35 @@ def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     JSON value (the run still validates it, and says what is wrong).
     """
     variants = list(schema.get("anyOf", [schema]))
-    answer = next((v for v in variants if _action(v) == "answer"), None)
-    batched = any(_action(v) == "calls" for v in variants)
+    answer = next((v for v in variants if _answers(v)), None)
+    batched = any("calls" in (v.get("properties") or {}) for v in variants) or (answer is not None and _lean(answer))
     typed = answer is not None and answer["properties"]["answer"] != {"type": "string", "minLength": 1}
     if answer is None or not (typed or batched):
         return [flat_schema()]
-    tool_variant = _object({
-        "reason": {"type": "string"}, "action": {"const": "tool"}, "tool": {"type": "string"},
-        "args": {"type": "object"}, "answer": {"const": ""},
-    })  # fmt: skip
-    loose: list[dict[str, Any]] = [tool_variant]
     if batched:
-        loose.append(_batch_variant([_object({"tool": {"type": "string"}, "args": {"type": "object"}})], None))
+        loose = [_batch_variant([_object({key: {"type": "string" if key == CALL_KEYS[0] else "object"}
+                                          for key in CALL_KEYS})])]  # fmt: skip
+        opened_answer = _object({"answer": {}})
+    else:
+        loose = [_object({
+            "reason": {"type": "string"}, "action": {"const": "tool"}, "tool": {"type": "string"},
+            "args": {"type": "object"}, "answer": {"const": ""},
+        })]  # fmt: skip
+        opened_answer = _answer_variant({}, None)
     defs = {k: v for k, v in (schema.get("$defs") or {}).items() if k.startswith(ANSWER_DEFS)}
     kept = {"anyOf": [*loose, answer], **({"$defs": defs} if defs else {})}
-    opened = {"anyOf": [*loose, _answer_variant({}, None)]}
+    opened = {"anyOf": [*loose, opened_answer]}
     return [kept, opened] if typed else [kept]
 
 
-def _action(variant: Mapping[str, Any]) -> Any:
-    return (variant.get("properties") or {}).get("action", {}).get("const")
+def _lean(variant: Mapping[str, Any]) -> bool:
+    """A batch step's answer variant: ``answer`` is its one field."""
+    return list(variant.get("properties") or {}) == ["answer"]
+
+
+def _answers(variant: Mapping[str, Any]) -> bool:
+    properties = variant.get("properties") or {}
+    return _lean(variant) or properties.get("action", {}).get("const") == "answer"
 
 
 def _answer_variant(answer: dict[str, Any], max_reason_chars: int | None) -> dict[str, Any]:
@@ -181,12 +205,9 @@ def _answer_variant(answer: dict[str, Any], max_reason_chars: int | None) -> dic
     })  # fmt: skip
 
 
-def _batch_variant(calls: list[dict[str, Any]], max_reason_chars: int | None) -> dict[str, Any]:
+def _batch_variant(calls: list[dict[str, Any]]) -> dict[str, Any]:
     items = calls[0] if len(calls) == 1 else {"anyOf": calls}
-    return _object({
-        "reason": _reason(max_reason_chars), "action": {"const": "calls"},
-        "calls": {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BATCH},
-    })  # fmt: skip
+    return _object({"calls": {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BATCH}})
 
 
 def _arguments(tool: Tool, *, into: dict[str, Any]) -> dict[str, Any]:
@@ -303,3 +324,11 @@ def _closed(schema: Any, *, in_all_of: bool = False) -> Any:
     if "properties" in out and not in_all_of and "additionalProperties" not in out and "patternProperties" not in out:
         out["additionalProperties"] = False
     return out
+
+
+def names_no_tool(step: Step | Batch, tools: Mapping[str, Tool]) -> str | None:
+    """The shape error of a tool step that names no tool, or None."""
+    if isinstance(step, Batch) or step.action != "tool" or step.tool.strip():
+        return None
+    offered = ", ".join(sorted(tools)) or "none"
+    return f'the action is "tool" but "tool" names no tool (the tools are: {offered})'

@@ -27,9 +27,9 @@ import httpx
 import jsonschema
 import pytest
 
+from shapeloop.agent import run_agent
 from shapeloop.brain import Brain, Capabilities, Constraint, Finish, Message, Reply, Request, SchemaSupport
 from shapeloop.errors import BackendError, BackendTimeout, BackendUnavailable, SchemaRefused
-from shapeloop.loop import run_agent
 from shapeloop.run import Mode
 from shapeloop.step import flat_schema, step_schema
 from shapeloop.tools import Tool

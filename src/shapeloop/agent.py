@@ -1,0 +1,142 @@
+"""``run_agent``: one task, from the arguments a caller gives to a finished :class:`~shapeloop.AgentRun`.
+
+It checks the arguments, builds the run's toolbox, step schemas, prompt and policies, and hands them
+to the loop (:mod:`shapeloop.loop`), which asks, runs and stops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from shapeloop import prompts
+from shapeloop.brain import (
+    Brain,
+    Message,
+    SchemaSupport,
+    as_brain,
+)
+from shapeloop.events import (
+    RepeatNoticed,
+    Sink,
+)
+from shapeloop.guards import Budget
+from shapeloop.limits import Limits
+from shapeloop.loop import Loop
+from shapeloop.offer import Offer
+from shapeloop.output import typed_answer
+from shapeloop.policies import DEFAULT, Policy, warn_grounding
+from shapeloop.policies.seam import PolicySet
+from shapeloop.run import AgentRun, Mode, OutputT, Transcript
+from shapeloop.text import escape_surrogates
+from shapeloop.toolbox import Approver, Toolbox
+from shapeloop.tools import Tool
+
+
+def run_agent(
+    brain: Brain | Callable[..., Any],
+    tools: Iterable[Tool],
+    task: str,
+    *,
+    max_steps: int = 12,
+    max_result_chars: int = 4000,
+    stuck_limit: int = 2,
+    accept_answer: Callable[[OutputT], bool | str] | None = None,
+    approve: Approver | None = None,
+    on_event: Sink | Sequence[Sink] | None = None,
+    system: str | None = None,
+    allow_tools: Iterable[str] | None = None,
+    deny_tools: Iterable[str] | None = None,
+    max_tokens: int | None = None,
+    max_seconds: float | None = None,
+    mode: Mode | Literal["constrained", "prose", "native"] = Mode.CONSTRAINED,
+    schema: Literal["per_tool", "flat"] = "per_tool",
+    max_reason_chars: int | None = None,
+    history: Sequence[Message] | None = None,
+    on_repeat: Callable[[RepeatNoticed], None] | None = None,
+    transcript_path: str | os.PathLike[str] | None = None,
+    output_type: type[OutputT] | Mapping[str, Any] | None = None,
+    batch: bool = False,
+    tool_timeout: float | None = 60.0,
+    policies: Sequence[Policy] | None = None,
+    limits: Limits | None = None,
+    ground_ids: bool | None = None,
+    ground_values: bool | None = None,
+) -> AgentRun[OutputT]:
+    """Run a task to an answer or to a stop with a reason.
+
+    Args:
+        brain: a :class:`~shapeloop.Brain`, or a function ``fn(messages, schema) -> str``.
+        tools: the tools the model may call.
+        task: what the user asks.
+        max_steps: steps before the run stops as ``max_steps``.
+        max_result_chars: tool results longer than this are cut, with a marker.
+        stuck_limit: repeats of one identical call (or barren reply) that stop the run.
+        accept_answer: ``accept_answer(answer)`` returns True, or an objection put to the model (it
+            costs a step); asked last, after the policies. It gets the text, or the typed object.
+        approve: ``approve(call)`` decides whether a ``needs_approval`` tool may run: True, or
+            False / a reason for refusing. Without it such tools are denied.
+        on_event: a sink, or several, called with every event as it happens.
+        system: extra instructions appended to the system prompt.
+        allow_tools: if given, only these tools are offered; ``deny_tools`` are never offered nor
+            run (deny wins).
+        max_tokens: stop as ``budget`` once this many tokens are used; ``max_seconds``: once this
+            much wall time has passed, also in the middle of a model or tool call (abandoned).
+        mode: ``constrained`` (falls back to prose where the backend refuses or ignores the schema),
+            ``prose``, or ``native`` (the backend's own tool calls; falls back to constrained).
+        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
+        max_reason_chars: bound on the length of ``reason`` in the schema.
+        history: messages of an earlier run to continue from (``previous.messages``).
+        on_repeat: called when a call or a barren reply starts repeating, before the stuck limit.
+        transcript_path: append the transcript here as JSON Lines, each entry flushed as it happens;
+            checked before the model is asked anything.
+        output_type: the answer's type (a pydantic model, dataclass, ``TypedDict`` or JSON schema);
+            an answer that does not validate goes back with the validator's messages.
+        batch: steps make their calls as a list, one or several independent calls at once.
+        tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``.
+        policies: the help this run gives the model (:mod:`shapeloop.policies`): None for
+            :data:`~shapeloop.policies.DEFAULT`, ``()`` for the plain loop, or any tuple of
+            policies; each change one makes is a :class:`~shapeloop.events.PolicyIntervened` event.
+        limits: bounds on schemas, replies and arguments (:class:`~shapeloop.limits.Limits`): sizes,
+            integer digits, nesting, and the time a schema's ``pattern`` may take; defaults when None.
+        ground_ids: deprecated, no effect (id grounding was removed: it refused legitimate calls).
+        ground_values: deprecated, no effect (value grounding was removed: it refused "tomorrow",
+            "München" called as Munich, and every translation).
+    """
+    warn_grounding(ground_ids=ground_ids, ground_values=ground_values)
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-empty string")
+    task = escape_surrogates(task)
+    if max_steps < 1 or stuck_limit < 1:
+        raise ValueError("max_steps and stuck_limit must be at least 1")
+    if max_seconds is not None and max_seconds < 0:
+        raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
+    chosen = tuple(DEFAULT if policies is None else policies)
+    for policy in chosen:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policies takes shapeloop.policies.Policy objects, not {policy!r}: subclass Policy")
+    toolbox = Toolbox(
+        tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars,
+        timeout=tool_timeout, limits=limits,
+    )  # fmt: skip
+    offered = list(toolbox.tools.values())
+    brain = as_brain(brain)
+    flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
+    typed = None if output_type is None else typed_answer(output_type, limits=limits)
+    answer_schema = None if typed is None else typed.schema
+    offer = Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch, max_reason_chars=max_reason_chars)
+    sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
+    earlier = [m for m in history or () if m["role"] != "system"]
+    run = Loop(
+        brain=brain, toolbox=toolbox, offer=offer, mode=Mode(mode), max_steps=max_steps, stuck_limit=stuck_limit,
+        accept=accept_answer, sinks=sinks, budget=Budget(max_tokens=max_tokens, max_seconds=max_seconds),
+        on_repeat=on_repeat, task=task, typed=typed, batch=batch,
+        policies=PolicySet.start(chosen, task, offered, brain),
+    )  # fmt: skip
+    prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
+    opening = [Message(role="system", content=prompt), *earlier]
+    opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
+    if transcript_path is not None:
+        run.transcript = Transcript.streaming(transcript_path)
+    return run.execute(opening, transcript_path)
