@@ -109,8 +109,8 @@ def system_prompt(
             'In this task "answer" is not text: it is a JSON value matching this schema, filled in '
             f"from what the tools return: {_schema_text(answer_schema)}",
         ]
-    if prose:
-        lines.append(_PROSE)
+    if prose and not (batch and tools):  # the batch prompt already asks for one JSON object; this line
+        lines.append(_PROSE)  # after it sent qwen2.5-coder-0.5b's integers running on ("duration": 2000...)
     if extra:
         lines += ["", extra.strip()]
     return "\n".join(lines)
