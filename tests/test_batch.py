@@ -117,6 +117,8 @@ def test_results_come_back_in_the_models_order_each_with_its_call() -> None:
     prompt = brain.asked[0].messages[0]["content"]
     assert '{"calls": [{"name": "<function name>", "arguments": {...}}, ...]}' in prompt and '"reason"' not in prompt
     assert '{"name": "lookup", "description": "Look a key up.", "parameters": {' in prompt  # the tools as JSON
+    # no prose line after the batch prompt's own words: it sent qwen2.5-coder-0.5b's integers running on
+    assert "no other text before or after it" not in prompt
     assert feedback.endswith("\nThe task: Three things: the size, 2 plus 3, the colour.")
 
 
