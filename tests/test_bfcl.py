@@ -425,3 +425,37 @@ def test_ray_spreads_the_items_over_workers_and_writes_the_records_a_local_run_w
         return sorted((r["column"], r["id"], r["valid"]) for r in map(json.loads, lines))
 
     assert records("ray") == records("local") and len(records("ray")) == 8
+
+
+def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
+    from benchmarks import policies
+
+    tune = bfcl_data.sample("tune")
+    ids = [("live_multiple", i) for i in tune["live_multiple"][:6]] + [("parallel", i) for i in tune["parallel"][:4]]
+    ids.append(("simple_python", 0))  # a report item: it never counts
+
+    def record(model: str, column: str, where: tuple[str, int], valid: bool) -> dict[str, Any]:
+        seconds = 2.0 if column == "plain" else 3.0
+        return {"model": model, "column": column, "category": where[0], "index": where[1],
+                "id": f"{where[0]}_{where[1]}", "valid": valid, "seconds": seconds}  # fmt: skip
+
+    small = policies.SMALL
+    plain = [record(small, "plain", w, n % 3 == 0) for n, w in enumerate(ids)]
+    # the policy: right on every live_multiple item, wrong on every parallel one
+    policy = [record(small, "x", w, w[0] == "live_multiple") for w in ids]
+    row = policies.paired(policies.tune_records(plain + policy), small, "x")
+    assert row is not None and row["items"] == 10 and row["seconds_ratio"] == 1.5
+    # plain is right on items 0, 3, 6 and 9 (6 and 9 are parallel ones)
+    assert sorted(row["gained"]) == sorted(f"live_multiple_{i}" for i in tune["live_multiple"][:6] if i not in
+                                           (tune["live_multiple"][0], tune["live_multiple"][3]))  # fmt: skip
+    assert sorted(row["lost"]) == sorted(f"parallel_{i}" for i in (tune["parallel"][0], tune["parallel"][3]))
+    assert row["net"] == 2 and row["by_category"]["parallel"]["lost"] == 2
+    assert policies.decide(row, None) == (False, "net +2 on 10 tune items for qwen2.5-coder-0.5b (3 needed)")
+    better = {**row, "net": 4, "by_category": {"a": {"gained": 4, "lost": 0}}}
+    assert policies.decide(better, None)[0] is False  # not yet measured on the 1.5B model
+    assert policies.decide(better, {"net": 0})[0] is True
+    assert policies.decide(better, {"net": -1})[0] is False
+    worse_somewhere = {**better, "by_category": {"a": {"gained": 7, "lost": 0}, "b": {"gained": 0, "lost": 3}}}
+    assert "loses a tune category by 3" in policies.decide(worse_somewhere, {"net": 5})[1]
+    built = policies.build(plain + policy, probes={"kept": True})
+    assert built["default"] == [] and built["probes"] == {"kept": True} and built["policies"][0]["policy"] == "x"

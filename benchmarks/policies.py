@@ -1,0 +1,130 @@
+"""The policy ablation: each policy's BFCL column against the plain loop, paired on the same items,
+and the decision by the rule; writes ``measurements/policies.json`` from the BFCL records.
+
+    python -m benchmarks.bfcl --sample tune --columns raw,plain --policies fit-floor --resume
+    python -m benchmarks.policies                 # measurements/policies.json from measurements/bfcl/
+
+A policy's column is any column of the records that is not ``raw``, ``plain``, ``default`` or
+``native`` (``--policies fit-floor`` writes the column ``fit-floor``). Only the tune sample counts
+(the report categories never choose anything), and only items both columns ran. The file's
+``probes`` (one-off first-step experiments, written by hand with their scripts' description) are
+kept from the file as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import bfcl_data
+from benchmarks.bfcl_report import RECORDS, latest, read_records
+from benchmarks.common import MEASUREMENTS
+
+OUT = MEASUREMENTS / "policies.json"
+SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
+BASE = "plain"
+NOT_POLICIES = {"raw", "plain", "default", "native"}
+RULE = (
+    "A policy joins the default when, paired on the same tune items, it gains at least 3 items more than it "
+    "loses for qwen2.5-coder-0.5b, loses no tune category by more than 2 items, and does not lose on "
+    "qwen2.5-coder-1.5b."
+)
+
+
+def tune_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of items in the tune sample (single-turn and multi-turn)."""
+    chosen = {c: set(i) for c, i in bfcl_data.sample("tune").items()}
+    return [r for r in records if r["index"] in chosen.get(r["category"], set())]
+
+
+def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str = BASE) -> dict[str, Any] | None:
+    """``column`` against ``base`` for ``model`` on the items both ran: the items gained and lost (all
+    and per category) and the median seconds of each; None where they share no item."""
+    mine = {r["id"]: r for r in records if r["model"] == model and r["column"] == column}
+    theirs = {r["id"]: r for r in records if r["model"] == model and r["column"] == base}
+    both = sorted(mine.keys() & theirs.keys())
+    if not both:
+        return None
+    gained = [i for i in both if mine[i]["valid"] and not theirs[i]["valid"]]
+    lost = [i for i in both if theirs[i]["valid"] and not mine[i]["valid"]]
+    categories: dict[str, dict[str, int]] = {}
+    for ident in both:
+        row = categories.setdefault(mine[ident]["category"], {"items": 0, "gained": 0, "lost": 0, column: 0, base: 0})
+        row["items"] += 1
+        row["gained"] += ident in gained
+        row["lost"] += ident in lost
+        row[column] += bool(mine[ident]["valid"])
+        row[base] += bool(theirs[ident]["valid"])
+    return {
+        "model": model, "column": column, "base": base, "items": len(both),
+        "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
+        "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,
+        "median_seconds": {column: _median(mine, both), base: _median(theirs, both)},
+        "seconds_ratio": _ratio(_median(mine, both), _median(theirs, both)),
+    }  # fmt: skip
+
+
+def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> tuple[bool, str]:
+    """Whether a policy joins the default by :data:`RULE`, and why, in words."""
+    if small is None:
+        return False, "not measured on qwen2.5-coder-0.5b's tune items: it cannot join"
+    worst = max((row["lost"] - row["gained"] for row in small["by_category"].values()), default=0)
+    if small["net"] < 3:
+        return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b (3 needed)"
+    if worst > 2:
+        return False, f"loses a tune category by {worst} items for qwen2.5-coder-0.5b (2 at most)"
+    if large is None:
+        return False, f"net {small['net']:+d} for qwen2.5-coder-0.5b, but not yet measured on qwen2.5-coder-1.5b"
+    if large["net"] < 0:
+        return False, f"net {small['net']:+d} for qwen2.5-coder-0.5b but {large['net']:+d} for qwen2.5-coder-1.5b"
+    return True, f"net {small['net']:+d} for qwen2.5-coder-0.5b, {large['net']:+d} for qwen2.5-coder-1.5b"
+
+
+def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, Any]:
+    """The ablation record: each policy column's rows and decision, and the loop against raw."""
+    tune = tune_records(records)
+    columns = sorted({r["column"] for r in tune} - NOT_POLICIES)
+    rows = []
+    for column in columns:
+        small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
+        joins, why = decide(small, large)
+        rows.append({"policy": column, SMALL: small, LARGE: large, "joins_default": joins, "why": why})
+    loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
+    return {
+        "date": datetime.date.today().isoformat(), "rule": RULE, "base": BASE,
+        "source": "measurements/bfcl/<model>/<column>.jsonl, the tune sample's items (python -m benchmarks.policies)",
+        "default": [row["policy"] for row in rows if row["joins_default"]],
+        "policies": rows, "plain_vs_raw": loop_vs_raw, "probes": probes,
+    }  # fmt: skip
+
+
+def _median(records: Mapping[str, dict[str, Any]], ids: Sequence[str]) -> float | None:
+    seconds = [records[i]["seconds"] for i in ids if isinstance(records[i].get("seconds"), int | float)]
+    return round(statistics.median(seconds), 2) if seconds else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a is not None and b else None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.policies", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--records", type=Path, default=RECORDS, help="the BFCL records (default measurements/bfcl)")
+    parser.add_argument("--out", type=Path, default=OUT, help="where to write (default measurements/policies.json)")
+    args = parser.parse_args(argv)
+    probes = json.loads(args.out.read_text(encoding="utf-8")).get("probes") if args.out.is_file() else None
+    built = build(latest(read_records(args.records)), probes)
+    args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for row in built["policies"]:
+        print(f"{row['policy']}: {'joins the default' if row['joins_default'] else 'stays out'} ({row['why']})")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
