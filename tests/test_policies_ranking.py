@@ -215,6 +215,11 @@ def test_through_run_agent_the_cut_is_an_event_and_the_escape_works() -> None:
     hooks = [(e.hook, e.policy) for e in run.events if isinstance(e, PolicyIntervened)]
     assert ("shape_step", "tool-ranking") in hooks and ("check_answer", "tool-ranking") in hooks
     assert run.interventions["tool-ranking"] == len(hooks)
+    # the step's system prompt documents the offered tools only; the run's record keeps the whole one
+    first = brain.requests[0].messages[0]["content"]
+    assert all(f"{name}(" in first for name in brain.offered(0)) and "diff(" not in first
+    assert "diff(" in brain.requests[1].messages[0]["content"] and "diff(" in run.messages[0]["content"]
+    assert len(first) < len(run.messages[0]["content"])
 
 
 def test_a_cut_tool_called_anyway_runs() -> None:

@@ -125,7 +125,8 @@ def run_agent(
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
     typed = None if output_type is None else typed_answer(output_type, limits=limits)
     answer_schema = None if typed is None else typed.schema
-    offer = Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch, max_reason_chars=max_reason_chars)
+    offer = Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch,
+                  max_reason_chars=max_reason_chars, system=system)  # fmt: skip
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     earlier = [m for m in history or () if m["role"] != "system"]
     run = Loop(
@@ -134,8 +135,7 @@ def run_agent(
         on_repeat=on_repeat, task=task, typed=typed, batch=batch,
         policies=PolicySet.start(chosen, task, offered, brain),
     )  # fmt: skip
-    prompt = prompts.system_prompt(offered, prose=True, extra=system, answer_schema=answer_schema, batch=batch)
-    opening = [Message(role="system", content=prompt), *earlier]
+    opening = [Message(role="system", content=offer.prompt()), *earlier]
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))
     if transcript_path is not None:
         run.transcript = Transcript.streaming(transcript_path)

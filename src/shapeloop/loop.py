@@ -209,12 +209,14 @@ class Loop:
     def _question(self, shape: Shape) -> Request:
         """The request for the current mode, shaped by the run's policies."""
         messages = list(self.messages)
+        if shape.excluded and messages[0]["role"] == "system":  # only the offered tools are documented
+            messages[0] = Message(role="system", content=self.offer.prompt(shape.excluded))
         if shape.note:  # read at this step only: the conversation does not keep it
             messages.append(Message(role="user", content=shape.note))
         offered = [t for t in self.toolbox.tools.values() if t.name not in shape.excluded]
         if self.mode is Mode.NATIVE:
-            specs = [t.spec() for t in offered]
-            return Request(messages=messages, tools=specs, repeats=self.repeats, results=self.results)
+            return Request(messages=messages, tools=[t.spec() for t in offered], repeats=self.repeats,
+                           results=self.results)  # fmt: skip
         schema = None
         if self.mode is Mode.CONSTRAINED:
             schema = self.offer.schema(shape.excluded, answer=shape.may_answer)
@@ -222,8 +224,7 @@ class Loop:
                        offered=tuple((t.name, t.description) for t in offered))  # fmt: skip
 
     def _count(self, usage: Usage | None) -> None:
-        if usage is not None:
-            self.usage = usage if self.usage is None else self.usage + usage
+        self.usage = self.usage if usage is None else usage if self.usage is None else self.usage + usage
 
     def _on_native_calls(self, reply: Reply) -> None:
         self.native_called = True

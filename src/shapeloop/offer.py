@@ -1,5 +1,5 @@
-"""The step schemas of one run: which tools a constrained step offers and whether it may answer,
-built once for each distinct offer."""
+"""The step schemas and system prompts of one run: which tools a step offers, documents and may
+call, and whether it may answer, each built once for each distinct offer."""
 
 from __future__ import annotations
 
@@ -7,20 +7,34 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shapeloop import prompts
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
 
 
 @dataclass(kw_only=True)
 class Offer:
-    """The step schemas of one run; ask it for a step's schema with :meth:`schema`."""
+    """The step schemas and prompts of one run: :meth:`schema` and :meth:`prompt`."""
 
     tools: Sequence[Tool]
     flat: bool  # the backend takes a flat schema only, or the caller asked for one
     answer_schema: Mapping[str, Any] | None  # the typed answer's schema, if any
     batch: bool
     max_reason_chars: int | None
+    system: str | None = None  # the caller's own instructions, appended to the prompt
     built: dict[tuple[bool, frozenset[str]], dict[str, Any]] = field(default_factory=dict)
+    prompts: dict[frozenset[str], str] = field(default_factory=dict)
+
+    def prompt(self, excluded: frozenset[str] = frozenset()) -> str:
+        """The system prompt of a step that offers every tool not in ``excluded``: only those are
+        documented (with 20 to 40 tools, the documentation is most of the prompt)."""
+        key = excluded & {tool.name for tool in self.tools}
+        if key not in self.prompts:
+            kept = [t for t in self.tools if t.name not in key]
+            self.prompts[key] = prompts.system_prompt(
+                kept, prose=True, extra=self.system, answer_schema=self.answer_schema, batch=self.batch
+            )
+        return self.prompts[key]
 
     def schema(self, excluded: frozenset[str] = frozenset(), answer: bool = True) -> dict[str, Any]:
         """The schema of a step that may call any tool not in ``excluded``, and answer if ``answer``
