@@ -459,3 +459,13 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     assert "loses a tune category by 3" in policies.decide(worse_somewhere, {"net": 5})[1]
     built = policies.build(plain + policy, probes={"kept": True})
     assert built["default"] == [] and built["probes"] == {"kept": True} and built["policies"][0]["policy"] == "x"
+
+
+def test_the_benchmarks_entry_runs_bfcl_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.__main__ import main as benchmarks_main
+
+    monkeypatch.setattr(bfcl, "make_brain", lambda *args: do_nothing())
+    benchmarks_main(["bfcl", "--category", "irrelevance", "--limit", "1", "--columns", "plain",
+                     "--out", str(tmp_path / "bfcl")])  # fmt: skip
+    [line] = (tmp_path / "bfcl" / "qwen2.5-coder-0.5b" / "plain.jsonl").read_text().splitlines()
+    assert json.loads(line)["id"] == "irrelevance_0" and json.loads(line)["valid"]
