@@ -266,3 +266,41 @@ def test_native_calls_of_one_reply_run_as_a_batch_when_batch_is_on() -> None:
     run = run_agent(brain, [wait, signal], "t", mode="native", batch=True)
     assert run.ok and [e.text for e in returned(run)] == ["overlapped", "signalled"]
     assert brain.asked[1].messages[-1]["content"].startswith("Results of 2 calls")
+
+
+@tool
+def submit(answer: str) -> str:
+    """Submit an answer for grading."""
+    return "graded"
+
+
+def test_an_answer_inside_a_calls_arguments_is_part_of_the_call_not_the_step() -> None:
+    call = '{"calls": [{"name": "submit", "arguments": {"answer": "42"}}]}'
+    for reply in (f"I will submit it.\n{call}", f"{call} done", f'draft {{"answer": "no"}} then {call}'):
+        step = extract_step(reply, batch=True).step
+        assert isinstance(step, Batch) and step.calls[0].args == {"answer": "42"}, reply
+    run = run_agent(ScriptedBrain([f"I will submit it.\n{call}", '{"answer": "ok"}']), [submit], "Submit 42",
+                    batch=True, mode="prose", policies=())  # fmt: skip
+    assert [str(e.call) for e in run.events if isinstance(e, ToolCalled)] == ['submit({"answer": "42"})']
+    assert run.answer == "ok"
+    # an answer after the call is still the last step
+    step = extract_step(f'{call} and then {{"answer": "final"}}', batch=True).step
+    assert step is not None and not isinstance(step, Batch) and step.answer == "final"
+
+
+def test_a_near_miss_lean_step_is_explained_in_the_lean_shapes_terms() -> None:
+    found = extract_step('{"calls": [{"name": "lookup", "args": {"key": "size"}}]}', batch=True)
+    assert found.step is None and "calls.0.arguments: Field required" in (found.error or "")
+    assert "tool" not in (found.error or "")
+    empty = extract_step('{"calls": []}', batch=True)
+    assert empty.step is None and "at least 1" in (empty.error or "")
+    many = extract_step(calls(*[("lookup", {"key": "size"})] * (MAX_BATCH + 1)), batch=True)
+    assert many.step is None and f"at most {MAX_BATCH}" in (many.error or "")
+
+
+def test_a_batch_step_with_no_tools_is_asked_for_an_answer_in_the_lean_shape() -> None:
+    brain = ScriptedBrain(['{"answer": "hi"}'])
+    run = run_agent(brain, [], "Say hi.", batch=True)
+    assert run.answer == "hi"
+    prompt = brain.asked[0].messages[0]["content"]
+    assert '{"answer": "..."}' in prompt and '"reason"' not in prompt and "five fields" not in prompt

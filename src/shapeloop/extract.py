@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shapeloop.limits import Limits, json_decoder
-from shapeloop.step import BATCH_FIELDS, CALL_KEYS, FIELDS, Batch, Step
+from shapeloop.step import BATCH_FIELDS, CALL_KEYS, FIELDS, Batch, LeanAnswer, LeanCalls, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
@@ -39,6 +39,7 @@ Shapes = tuple[frozenset[str], ...]
 _OPENING = re.compile(r'\{[ \t\r\n]*"(?:' + "|".join(sorted(frozenset().union(*_BATCH_SHAPES))) + ')"')
 _WINDOW = 256  # characters decoded at first from a candidate; grown fourfold while cut short
 _VALIDATION_COST = 256  # what a full validation is charged, in characters of budget
+_ENCLOSING_TRIES = 8  # earlier candidates tried as the step around a lean one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,10 +185,14 @@ def _last_step(
     for index in range(len(starts) - 1, max(-1, len(starts) - 1 - tries), -1):
         if budget < 0:
             break
-        value, cost = _decode_at(text, starts[index], decoder)
+        value, cost, end = _decode_at(text, starts[index], decoder)
         budget -= cost
         result = value if isinstance(value, str) else _step_of(value, shapes, explain=error is None)
         if not isinstance(result, str):
+            if isinstance(value, dict) and len(value) == 1:  # a lean step: it may sit in a call's arguments
+                outer = _enclosing(text, starts[:index], end, decoder, shapes)
+                if outer is not None:
+                    return Extraction(step=outer[1], objects=len(starts), chosen=outer[0], stripped=stripped)
             return Extraction(step=result, objects=len(starts), chosen=index, stripped=stripped)
         if isinstance(value, dict) and value.keys() in shapes:
             budget -= _VALIDATION_COST
@@ -195,8 +200,24 @@ def _last_step(
     return Extraction(step=None, objects=len(starts), stripped=stripped, error=error)
 
 
-def _decode_at(text: str, start: int, decoder: json.JSONDecoder) -> tuple[Any, int]:
-    """The JSON value that begins at ``start`` (or why there is none), and the characters it cost.
+def _enclosing(
+    text: str, starts: list[int], end: int, decoder: json.JSONDecoder, shapes: Shapes
+) -> tuple[int, Step | Batch] | None:
+    """The step that encloses an object ending at ``end`` (``{"answer": ...}`` inside a call's
+    arguments is part of the call, not the step), with its index among ``starts``; None if none does.
+    The nearest few earlier candidates are tried, the nearest first."""
+    for index in range(len(starts) - 1, max(-1, len(starts) - 1 - _ENCLOSING_TRIES), -1):
+        value, _, outer_end = _decode_at(text, starts[index], decoder)
+        if isinstance(value, dict) and outer_end >= end:
+            step = _step_of(value, shapes, explain=False)
+            if not isinstance(step, str):
+                return index, step
+    return None
+
+
+def _decode_at(text: str, start: int, decoder: json.JSONDecoder) -> tuple[Any, int, int]:
+    """The JSON value that begins at ``start`` (or why there is none), the characters it cost, and
+    where it ends (``start`` when there is none).
 
     The scanner reads a window of the text, grown while an error could be the window's cut
     rather than the text's: a decode error counts the lines up to its position, so decoding
@@ -208,15 +229,16 @@ def _decode_at(text: str, start: int, decoder: json.JSONDecoder) -> tuple[Any, i
         window = text[start:stop]
         cost += len(window)
         try:
-            return decoder.raw_decode(window)[0], cost
+            value, end = decoder.raw_decode(window)
+            return value, cost, start + end
         except json.JSONDecodeError as exc:
             cut_short = exc.pos >= len(window) - 8 or exc.msg.startswith("Unterminated string")
             if stop == len(text) or not cut_short:
-                return f"invalid JSON ({exc.msg} at character {exc.pos})", cost
+                return f"invalid JSON ({exc.msg} at character {exc.pos})", cost, start
         except ValueError as exc:  # a number the strict reader refuses: more text cannot mend it
-            return f"invalid JSON ({exc})", cost
+            return f"invalid JSON ({exc})", cost, start
         except RecursionError:
-            return "invalid JSON (nested too deeply)", cost
+            return "invalid JSON (nested too deeply)", cost, start
         size *= 4
 
 
@@ -229,6 +251,15 @@ def _as_step(candidate: str, decoder: json.JSONDecoder, shapes: Shapes) -> Step 
     except (ValueError, RecursionError) as exc:
         return f"invalid JSON ({exc})"
     return _step_of(data, shapes, explain=True)
+
+
+def lean_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a batch run's lean step, in its own terms; None when it is one."""
+    try:
+        (LeanCalls if "calls" in data else LeanAnswer).model_validate(data)
+    except ValidationError as exc:
+        return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors())
+    return None
 
 
 def _full(data: dict[str, Any]) -> dict[str, Any]:
@@ -251,7 +282,10 @@ def _step_of(data: Any, shapes: Shapes, *, explain: bool) -> Step | Batch | str:
         return "the JSON is not an object"
     if not explain and data.keys() not in shapes:
         return "not a valid step: its keys are not the step's fields"
-    if shapes is _BATCH_SHAPES:
+    if shapes is _BATCH_SHAPES and "action" not in data and data.keys() & {"calls", "answer"}:
+        lean = lean_problem(data)  # in the lean shape's own terms, not the five fields'
+        if lean is not None:
+            return "not a valid step: " + lean
         data = _full(data)
     try:
         return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)

@@ -72,6 +72,9 @@ Functions:
 After your calls, the next message gives their results. Your answer says what the results say. A result starting \
 with ERROR: or DENIED: means the call failed or was refused: it is not an answer."""
 
+_BATCH_NO_TOOLS = """You complete the user's task. There are no functions to call at this step: reply with one JSON \
+object, {"answer": "..."}, your final answer."""
+
 _PROSE = "Reply with the JSON object only: no other text before or after it."
 
 
@@ -95,8 +98,8 @@ def system_prompt(
         answer_schema: the schema of a typed answer, shown so the model knows the fields to fill.
         batch: the model makes its calls as a list, one or several in one step.
     """
-    if batch and tools:
-        lines = [_BATCH.format(functions=render_tools(tools, "json"))]
+    if batch:
+        lines = [_BATCH.format(functions=render_tools(tools, "json")) if tools else _BATCH_NO_TOOLS]
     elif tools:
         lines = [_INTRO, _FORMAT, "", "Tools:", render_tools(tools, "outline"), "", "Rules:"]
         lines += [*(f"- {rule}" for rule in _RULES), "", _EXAMPLE]
@@ -109,7 +112,7 @@ def system_prompt(
             'In this task "answer" is not text: it is a JSON value matching this schema, filled in '
             f"from what the tools return: {_schema_text(answer_schema)}",
         ]
-    if prose and not (batch and tools):  # the batch prompt already asks for one JSON object; this line
+    if prose and not batch:  # the batch prompt already asks for one JSON object; this line
         lines.append(_PROSE)  # after it sent qwen2.5-coder-0.5b's integers running on ("duration": 2000...)
     if extra:
         lines += ["", extra.strip()]

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shapeloop.text import json_text
 
@@ -76,6 +76,31 @@ class Batch(BaseModel):
     def to_json(self) -> str:
         """The step as compact JSON, fields in schema order."""
         return json_text(self.model_dump(), ensure_ascii=False)
+
+
+class LeanCall(BaseModel):
+    """One call as a batch step writes it (``CALL_KEYS``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str
+    arguments: dict[str, Any]
+
+
+class LeanCalls(BaseModel):
+    """A batch step's calls as the model writes them: ``{"calls": [...]}``, 1 to ``MAX_BATCH``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    calls: list[LeanCall] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class LeanAnswer(BaseModel):
+    """A batch step's answer as the model writes it: ``{"answer": ...}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    answer: Any
 
 
 def batch_json(calls: Iterable[Any]) -> str:
