@@ -85,6 +85,12 @@ class FirstCalls(BaseBrain):
     def members(self) -> Sequence[Brain]:
         return (self.brain,)
 
+    def __getattr__(self, name: str) -> Any:
+        """The inner brain's other methods (its scorer, ``continuation_logprobs``, for the fit floor)."""
+        if name == "brain":  # not set yet (a copy, a pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.brain, name)
+
     def ask(self, request: Request) -> Reply:
         if self.made.calls:
             raise Scored("the first step that reached a tool has been made: the item is scored on it")

@@ -469,3 +469,15 @@ def test_the_benchmarks_entry_runs_bfcl_too(tmp_path: Path, monkeypatch: pytest.
                      "--out", str(tmp_path / "bfcl")])  # fmt: skip
     [line] = (tmp_path / "bfcl" / "qwen2.5-coder-0.5b" / "plain.jsonl").read_text().splitlines()
     assert json.loads(line)["id"] == "irrelevance_0" and json.loads(line)["valid"]
+
+
+def test_the_first_calls_wrapper_passes_the_scorer_on_so_the_fit_floor_runs() -> None:
+    class Scoring(ScriptedBrain):
+        def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+            return [-1.0]
+
+    inner = Scoring([], capabilities=Capabilities(logprobs=True))
+    wrapped = bfcl_run.FirstCalls(inner, bfcl_run.Made())
+    assert wrapped.continuation_logprobs("a", "b") == [-1.0] and wrapped.capabilities is inner.capabilities
+    with pytest.raises(AttributeError):
+        bfcl_run.FirstCalls(ScriptedBrain([]), bfcl_run.Made()).continuation_logprobs  # noqa: B018

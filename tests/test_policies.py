@@ -324,3 +324,33 @@ def test_a_policy_module_reads_no_word_list() -> None:
                 assert sum(bool(words.match(w)) for w in literals) < 3, f"{path.name}:{node.lineno}"
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not re.search(r"\(\?:[a-z]{3,}\|[a-z]{3,}\|", node.value), f"{path.name}:{node.lineno}"
+
+
+def test_a_policy_that_needs_a_scorer_is_left_out_where_the_brain_declares_one_but_has_none() -> None:
+    from shapeloop import Capabilities, PolicyIntervened
+    from shapeloop.policies import FitFloor
+
+    declared_only = ScriptedBrain([answer_step("x")], capabilities=Capabilities(logprobs=True))
+    run = run_agent(declared_only, [], "t", policies=(FitFloor(floor=-0.5),))
+    assert run.policies == ()
+    [left] = [e for e in run.events if isinstance(e, PolicyIntervened)]
+    assert (left.hook, left.change) == ("for_run", "left out") and "logprobs" in left.reason
+
+
+def test_the_fit_floor_without_a_calibrated_floor_is_left_out_and_says_so() -> None:
+    from shapeloop import Capabilities, PolicyIntervened
+    from shapeloop.policies import FitFloor
+
+    class Scoring(ScriptedBrain):
+        def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
+            return [-1.0]
+
+    uncalibrated = Capabilities(logprobs=True)
+    run = run_agent(Scoring([answer_step("x")], capabilities=uncalibrated), [], "t", policies=(FitFloor(),))
+    [left] = [e for e in run.events if isinstance(e, PolicyIntervened)]
+    assert run.policies == () and "fit_floor" in left.reason
+    run = run_agent(Scoring([answer_step("x")], capabilities=uncalibrated), [], "t", policies=(FitFloor(floor=-2.0),))
+    assert run.policies == ("fit-floor",)
+    calibrated = Capabilities(logprobs=True, calibration=(("fit_floor", -2.0),))
+    run = run_agent(Scoring([answer_step("x")], capabilities=calibrated), [], "t", policies=(FitFloor(),))
+    assert run.policies == ("fit-floor",)

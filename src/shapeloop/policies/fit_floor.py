@@ -67,17 +67,23 @@ class FitFloor(Policy):
 
     Args:
         floor: the fit below which the first step may only answer; None takes the floor calibrated
-            for the brain's model (``Capabilities.calibration``), and without one the policy does nothing.
+            for the brain's model (``Capabilities.calibration``): a model without one leaves the
+            policy out, with an event that says so.
     """
 
     floor: float | None = None
-    needs = frozenset({"logprobs"})
+
+    @property
+    def needs(self) -> frozenset[str]:  # type: ignore[override]
+        """Log-probabilities, and a calibrated floor where none is given: without one the policy is
+        left out, and the run says so in an event."""
+        return frozenset({"logprobs"} if self.floor is not None else {"logprobs", "fit_floor"})
 
     def shape_step(self, view: RunView) -> StepShape | None:
         if view.calls or view.step != 1 or view.logprobs is None or not view.tools:
             return None
         floor = self.floor if self.floor is not None else view.calibrated("fit_floor")
-        if floor is None:
+        if floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
         fit = task_fit(view.logprobs, view.task, [(tool.name, tool.description) for tool in view.tools])
         if fit is None or fit >= floor:

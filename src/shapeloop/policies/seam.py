@@ -130,8 +130,11 @@ class PolicySet:
 
 
 def _offers(brain: Brain) -> frozenset[str]:
-    """What the brain declares that a policy may need."""
-    return frozenset({"logprobs"} if brain.capabilities.logprobs else ())
+    """What the brain declares, and has, that a policy may need: ``logprobs`` (declared, with a
+    ``continuation_logprobs`` scorer to call) and each calibrated value by name (``fit_floor``)."""
+    declared = brain.capabilities
+    scorer = callable(getattr(brain, "continuation_logprobs", None))
+    return frozenset({"logprobs"} if declared.logprobs and scorer else ()) | {name for name, _ in declared.calibration}
 
 
 def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) -> PolicyIntervened:
