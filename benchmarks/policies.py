@@ -24,6 +24,7 @@ from typing import Any
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records
 from benchmarks.common import MEASUREMENTS
+from shapeloop.policies import available
 
 OUT = MEASUREMENTS / "policies.json"
 SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
@@ -88,7 +89,8 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
 def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, Any]:
     """The ablation record: each policy column's rows and decision, and the loop against raw."""
     tune = tune_records(records)
-    columns = sorted({r["column"] for r in tune} - NOT_POLICIES)
+    shipped = set(available()) - {"plain", "default", "small-model"}  # each policy by its name, measured or not
+    columns = sorted(({r["column"] for r in tune} - NOT_POLICIES) | shipped)
     rows = []
     for column in columns:
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)

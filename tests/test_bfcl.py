@@ -458,7 +458,11 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     worse_somewhere = {**better, "by_category": {"a": {"gained": 7, "lost": 0}, "b": {"gained": 0, "lost": 3}}}
     assert "loses a tune category by 3" in policies.decide(worse_somewhere, {"net": 5})[1]
     built = policies.build(plain + policy, probes={"kept": True})
-    assert built["default"] == [] and built["probes"] == {"kept": True} and built["policies"][0]["policy"] == "x"
+    assert built["default"] == [] and built["probes"] == {"kept": True}
+    rows = {row["policy"]: row for row in built["policies"]}
+    assert rows["x"][small]["net"] == 2 and not rows["x"]["joins_default"]
+    # every shipped policy has a row, measured or not
+    assert {"fit-floor", "tool-ranking", "recovery"} <= rows.keys() and rows["recovery"][small] is None
 
 
 def test_the_benchmarks_entry_runs_bfcl_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
