@@ -30,10 +30,11 @@ OUT = MEASUREMENTS / "policies.json"
 SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 BASE = "plain"
 NOT_POLICIES = {"raw", "plain", "default", "native"}
+MAX_COST = 1.3
 RULE = (
     "A policy joins the default when, paired on the same tune items, it gains at least 3 items more than it "
-    "loses for qwen2.5-coder-0.5b, loses no tune category by more than 2 items, and does not lose on "
-    "qwen2.5-coder-1.5b."
+    "loses for qwen2.5-coder-0.5b, loses no tune category by more than 2 items, does not lose on "
+    f"qwen2.5-coder-1.5b, and its median seconds a first step are at most {MAX_COST} times the plain loop's."
 )
 
 
@@ -79,6 +80,10 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
         return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b (3 needed)"
     if worst > 2:
         return False, f"loses a tune category by {worst} items for qwen2.5-coder-0.5b (2 at most)"
+    ratio = small.get("seconds_ratio")
+    if ratio is not None and ratio > MAX_COST:
+        return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a first "
+                       f"step takes {ratio} times the plain loop's seconds ({MAX_COST} at most): opt-in")  # fmt: skip
     if large is None:
         return False, f"net {small['net']:+d} for qwen2.5-coder-0.5b, but not yet measured on qwen2.5-coder-1.5b"
     if large["net"] < 0:

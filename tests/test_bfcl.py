@@ -451,7 +451,8 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     assert sorted(row["lost"]) == sorted(f"parallel_{i}" for i in (tune["parallel"][0], tune["parallel"][3]))
     assert row["net"] == 2 and row["by_category"]["parallel"]["lost"] == 2
     assert policies.decide(row, None) == (False, "net +2 on 10 tune items for qwen2.5-coder-0.5b (3 needed)")
-    better = {**row, "net": 4, "by_category": {"a": {"gained": 4, "lost": 0}}}
+    better = {**row, "net": 4, "by_category": {"a": {"gained": 4, "lost": 0}}, "seconds_ratio": 1.2}
+    assert "1.5 times the plain loop's seconds" in policies.decide({**better, "seconds_ratio": 1.5}, {"net": 1})[1]
     assert policies.decide(better, None)[0] is False  # not yet measured on the 1.5B model
     assert policies.decide(better, {"net": 0})[0] is True
     assert policies.decide(better, {"net": -1})[0] is False
