@@ -98,10 +98,12 @@ def test_fit_floor_leaves_a_fitting_task_alone_and_judges_only_the_first_step() 
     assert run_agent(brain, [get_weather], "Capital of Peru?", policies=[FitFloor()]).interventions == {"fit-floor": 1}
 
 
-def test_fit_floor_without_a_calibrated_floor_does_nothing_unless_given_one() -> None:
+def test_fit_floor_without_a_calibrated_floor_is_left_out_unless_given_one() -> None:
     brain = ScoringBrain([tool_step("get_weather", city="Lima"), answer_step("x")], floor=None)
     run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
-    assert _policy_events(run) == [] and brain.scored == []
+    [left] = _policy_events(run)
+    assert (left.hook, left.change) == ("for_run", "left out") and "fit_floor" in left.reason
+    assert brain.scored == [] and run.policies == ()
     brain = ScoringBrain([answer_step("Lima.")], floor=None)
     run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor(floor=0.5)])
     assert run.interventions == {"fit-floor": 1}
