@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shapeloop.limits import Limits, json_decoder
-from shapeloop.step import BATCH_FIELDS, CALL_KEYS, FIELDS, Batch, LeanAnswer, LeanCalls, Step
+from shapeloop.step import BATCH_FIELDS, FIELDS, Batch, Call, LeanAnswer, LeanCalls, Step
 
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_.+-]*[ \t]*$", re.MULTILINE)
 _THINK_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
@@ -253,26 +253,22 @@ def _as_step(candidate: str, decoder: json.JSONDecoder, shapes: Shapes) -> Step 
     return _step_of(data, shapes, explain=True)
 
 
-def lean_problem(data: dict[str, Any]) -> str | None:
-    """What is wrong with a batch run's lean step, in its own terms; None when it is one."""
+def _lean_step(data: dict[str, Any]) -> Step | Batch | str:
+    """A batch run's lean step (``{"calls": [{"name", "arguments"}]}`` or ``{"answer"}``) as a
+    :class:`Batch` or :class:`Step`, or what is wrong with it, in the lean shape's own terms."""
     try:
-        (LeanCalls if "calls" in data else LeanAnswer).model_validate(data)
+        if "calls" in data:
+            lean = LeanCalls.model_validate(data)
+            return Batch(reason="", action="calls", calls=[Call(tool=c.name, args=c.arguments) for c in lean.calls])
+        answer = LeanAnswer.model_validate(data).answer
     except ValidationError as exc:
-        return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors())
-    return None
+        return "not a valid step: " + _errors(exc)
+    return Step(reason="", action="answer", tool="", args={}, answer=answer)
 
 
-def _full(data: dict[str, Any]) -> dict[str, Any]:
-    """A batch run's lean step (``{"calls": [{"name", "arguments"}]}`` or ``{"answer"}``) in the
-    fields of :class:`Batch` or :class:`Step`; anything else as it is."""
-    if data.keys() == {"answer"}:
-        return {"reason": "", "action": "answer", "tool": "", "args": {}, "answer": data["answer"]}
-    if data.keys() != {"calls"} or not isinstance(data["calls"], list):
-        return data
-    name, args = CALL_KEYS
-    calls = [{"tool": c[name], "args": c[args]} if isinstance(c, dict) and c.keys() == {name, args} else c
-             for c in data["calls"]]  # fmt: skip
-    return {"reason": "", "action": "calls", "calls": calls}
+def _errors(exc: ValidationError) -> str:
+    """pydantic's account of a failed validation, one clause per error."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors())
 
 
 def _step_of(data: Any, shapes: Shapes, *, explain: bool) -> Step | Batch | str:
@@ -283,13 +279,8 @@ def _step_of(data: Any, shapes: Shapes, *, explain: bool) -> Step | Batch | str:
     if not explain and data.keys() not in shapes:
         return "not a valid step: its keys are not the step's fields"
     if shapes is _BATCH_SHAPES and "action" not in data and data.keys() & {"calls", "answer"}:
-        lean = lean_problem(data)  # in the lean shape's own terms, not the five fields'
-        if lean is not None:
-            return "not a valid step: " + lean
-        data = _full(data)
+        return _lean_step(data)
     try:
         return Batch.model_validate(data) if data.get("action") == "calls" else Step.model_validate(data)
     except ValidationError as exc:
-        return "not a valid step: " + "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'step'}: {err['msg']}" for err in exc.errors()
-        )
+        return "not a valid step: " + _errors(exc)
