@@ -131,6 +131,7 @@ class Bfcl:
     wheel: Path
     ast_checker: Callable[..., dict[str, Any]]
     multi_turn_checker: Callable[..., dict[str, Any]]
+    state_checker: Callable[..., dict[str, Any]]
     execute: Callable[..., tuple[list[str], dict[str, Any]]]
     executor_globals: dict[str, Any] = field(repr=False)
     python: Any
@@ -164,6 +165,7 @@ def load(say: Callable[[str], None] = lambda line: None) -> Bfcl:
 
     return Bfcl(
         wheel=wheel, ast_checker=ast_eval.ast_checker, multi_turn_checker=multi_turn.multi_turn_checker,
+        state_checker=multi_turn.state_checker,
         execute=multi_turn_utils.execute_multi_turn_func_call, executor_globals=vars(multi_turn_utils),
         python=enums.Language.PYTHON, func_doc_files=dict(backend_config.MULTI_TURN_FUNC_DOC_FILE_MAPPING),
     )  # fmt: skip

@@ -76,8 +76,21 @@ def summarise(records: Sequence[dict[str, Any]], samples: dict[str, dict[str, se
             "mean_seconds": round(sum(r["seconds"] for r in rows) / len(rows), 2),
             "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
             "ids": sorted((r["id"] for r in rows), key=lambda i: (len(i), i)),
+            **_turns(rows),
         })  # fmt: skip
     return out
+
+
+def _turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Multi-turn rows' turn counts: turns whose state matched the truth's (and doing nothing's),
+    turns whose first call named the truth's function, and the median prompt tokens a step."""
+    checked = [r for r in rows if "turns_state" in r]
+    if not checked:
+        return {}
+    per_step = sorted(r["prompt_tokens_per_step"] for r in checked if r.get("prompt_tokens_per_step"))
+    return {key: sum(r[key] for r in checked)
+            for key in ("turns_total", "turns_state", "turns_state_nothing", "turns_first_tool")} | {
+        "median_prompt_tokens_per_step": per_step[len(per_step) // 2] if per_step else None}  # fmt: skip
 
 
 def merge(folder: Path = RECORDS) -> Path:
@@ -108,6 +121,10 @@ def table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
             right = sum(bool(r["valid"]) for r in rows)
             cell = f"{100 * right / len(rows):.0f}% ({right}/{len(rows)}, {_mean(rows):.1f} s)" if rows else "-"
             strict = [r["strict_valid"] for r in rows if "strict_valid" in r]
+            turns = _turns(rows)
+            if turns:
+                cell += (f"; state {turns['turns_state']}/{turns['turns_total']} turns (doing nothing "
+                         f"{turns['turns_state_nothing']}), first function {turns['turns_first_tool']}")  # fmt: skip
             cells.append(cell + (f", strict {sum(strict)}/{len(strict)}" if strict else ""))
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.bfcl_data import Item, json_schema, load
-from benchmarks.bfcl_score import Call, call_string, forget, score_multi, score_single
+from benchmarks.bfcl_score import Call, call_string, forget, score_multi, score_single, turn_checks
 from shapeloop import (
     AgentRun,
     BackendError,
@@ -209,8 +209,26 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int) -> 
             per_turn.append(_run_facts(run, time.perf_counter() - begun))
     finally:
         forget(session)
-    seconds = time.perf_counter() - started
-    return {**score_multi(item, turns), **_totals(per_turn, seconds), "turns": per_turn}
+    return multi_record(item, turns, per_turn, time.perf_counter() - started)
+
+
+def multi_record(
+    item: Item, turns: list[list[list[str]]], per_turn: list[dict[str, Any]], seconds: float
+) -> dict[str, Any]:
+    """A multi-turn item's record: BFCL's verdict, the totals, and each turn's facts with its own
+    checks (state against the truth, first function right), beside the state doing nothing leaves."""
+    checks = turn_checks(item, turns)
+    for facts, check in zip(per_turn, checks, strict=False):
+        facts.update(check)
+    nothing = turn_checks(item, [[] for _ in item.turns])
+    steps = sum(t["steps"] for t in per_turn)
+    totals = _totals(per_turn, seconds)
+    prompt = (totals["usage"] or {}).get("prompt_tokens")
+    return {**score_multi(item, turns), **totals, "turns": per_turn,
+            "turns_total": len(checks), "turns_state": sum(c["state"] for c in checks),
+            "turns_state_nothing": sum(c["state"] for c in nothing),
+            "turns_first_tool": sum(c["first_tool"] for c in checks),
+            "prompt_tokens_per_step": round(prompt / steps) if prompt and steps else None}  # fmt: skip
 
 
 def _by_step(calls: Sequence[tuple[int, Call]]) -> list[list[str]]:
@@ -332,7 +350,7 @@ def run_raw_multi(brain: Brain, item: Item) -> dict[str, Any]:
                              "proposed": len(calls), "policies": None, "interventions": None})  # fmt: skip
     finally:
         forget(session)
-    return {**score_multi(item, turns), **_totals(per_turn, time.perf_counter() - started), "turns": per_turn}
+    return multi_record(item, turns, per_turn, time.perf_counter() - started)
 
 
 def run_item(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:

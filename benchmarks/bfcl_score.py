@@ -88,6 +88,43 @@ def score_multi(item: Item, turns: Sequence[Sequence[Sequence[str]]]) -> dict[st
             "error_type": result.get("error_type"), "error": result.get("error_message")}  # fmt: skip
 
 
+def turn_checks(item: Item, turns: Sequence[Sequence[Sequence[str]]]) -> list[dict[str, Any]]:
+    """For each turn of a multi-turn item: whether the API classes' state after it matches the truth's
+    (BFCL's ``state_checker``, the model's calls and the truth's each executed from the start, turn
+    after turn), and whether the turn's first call names the truth's first function. BFCL's checker
+    stops at the first failing turn; this looks at every turn, so a run that goes wrong early and
+    right later is seen, and a run can be set beside doing nothing (``turns`` all empty).
+
+    Args:
+        item: the BFCL item.
+        turns: for each turn, for each step, the calls made, as BFCL's call strings.
+    """
+    assert item.answer is not None, "a multi-turn item has a ground truth"
+    bfcl = load()
+    name = f"{CHECKER_MODEL}_{uuid.uuid4().hex}"
+    config = {"initial_config": item.initial_config, "involved_classes": item.involved_classes,
+              "test_entry_id": item.id, "long_context": False, "is_evaL_run": True}  # fmt: skip
+    checks = []
+    try:
+        for index, truth in enumerate(item.answer):
+            steps = [list(step) for step in (turns[index] if index < len(turns) else [])]
+            instances: dict[str, Any] = {}
+            for step in steps or [[]]:  # no step still fetches the instances, as they stand
+                _, instances = bfcl.execute(func_call_list=step, model_name=name, **config)
+            _, truths = bfcl.execute(func_call_list=list(truth), model_name=f"{name}_truth", **config)
+            made = [call for step in steps for call in step]
+            first = _function(made[0]) if made else None
+            checks.append({"state": bool(bfcl.state_checker(instances, truths)["valid"]),
+                           "first_tool": first == (_function(truth[0]) if truth else None)})  # fmt: skip
+    finally:
+        forget(name)
+    return checks
+
+
+def _function(call: str) -> str:
+    return call.split("(", 1)[0].strip()
+
+
 def forget(model_name: str) -> None:
     """Drop the API-class instances BFCL's executor keeps (in its module's globals) for a model name."""
     prefix = re.sub(r"[-./:]", "_", f"{model_name}_")

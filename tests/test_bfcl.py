@@ -250,14 +250,24 @@ def test_multi_turn_through_the_loop_executes_bfcls_api_classes() -> None:
     """Played turn by turn through the loop, BFCL's calls pass BFCL's checker, except where BFCL's
     own call breaks its function's schema; doing nothing passes none."""
     right, items = 0, bfcl_data.items("multi_turn_base")
+    nothing = total = 0
     for item in items:
         record = bfcl_run.run_item(oracle_brain(item), item, "plain", max_steps=8)
         right += record["valid"]
         assert item.answer is not None
         calls = [parse_call(c, item.functions) for turn in item.answer for c in turn]
         assert record["valid"] or schema_breach(item, calls), (item.id, record["error_type"], record["error"])
-        assert not bfcl_run.run_item(do_nothing(), item, "plain", max_steps=8)["valid"]
+        if record["valid"]:  # each turn's state is the truth's, and each turn began with the truth's function
+            assert record["turns_state"] == record["turns_first_tool"] == record["turns_total"] == len(item.turns)
+            assert [t["state"] for t in record["turns"]] == [True] * len(item.turns)
+        idle = bfcl_run.run_item(do_nothing(), item, "plain", max_steps=8)
+        assert not idle["valid"]
+        assert idle["turns_state"] == idle["turns_state_nothing"] == record["turns_state_nothing"]
+        assert idle["turns_first_tool"] == sum(not turn for turn in item.answer)
+        nothing += record["turns_state_nothing"]
+        total += record["turns_total"]
     assert (right, len(items)) == (MULTI_TURN_ORACLE, 200)
+    assert 0 < nothing < total / 2, (nothing, total)  # doing nothing leaves some turns' state right, not most
 
 
 MULTI_TURN_ORACLE = 199

@@ -125,6 +125,33 @@ def test_a_cut_reply_is_not_a_shape_error_and_the_model_is_told_to_be_shorter() 
     assert "shorter" in brain.asked[1].messages[-1]["content"]
 
 
+def test_the_retry_of_a_cut_reply_holds_the_answer_to_half_its_length_in_the_grammar() -> None:
+    # a greedy model asked the same question again writes the same runaway answer: the schema must differ
+    cut = Reply(
+        text='{"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": "' + "la " * 300,
+        finish=Finish.LENGTH,
+    )
+    brain = ScriptedBrain([cut, answer_step("ok")])
+    run = run_agent(brain, [lookup], "t", batch=False)
+    assert run.ok
+    answers = [v["properties"]["answer"] for v in brain.asked[1].schema["anyOf"]]
+    held = [a for a in answers if a.get("type") == "string"]
+    assert held and all(a["maxLength"] == len(cut.text) // 2 for a in held)
+    assert all(a == {"const": ""} for a in answers if a not in held)  # a tool's variant keeps its empty answer
+    assert "maxLength" not in brain.asked[0].schema["anyOf"][-1]["properties"]["answer"]
+
+
+def test_a_cut_batch_reply_is_retried_with_a_held_answer_and_the_next_whole_reply_lifts_the_hold() -> None:
+    cut = Reply(text='{"answer": "' + "x" * 100, finish=Finish.LENGTH)
+    brain = ScriptedBrain([cut, '{"calls": [{"name": "lookup", "arguments": {"key": "a"}}]}', '{"answer": "done"}'])
+    run = run_agent(brain, [lookup], "t", batch=True)
+    assert run.ok and run.answer == "done"
+    lean = [v for v in brain.asked[1].schema["anyOf"] if list(v["properties"]) == ["answer"]]
+    assert lean[0]["properties"]["answer"]["maxLength"] == len(cut.text) // 2
+    later = [v for v in brain.asked[2].schema["anyOf"] if list(v["properties"]) == ["answer"]]
+    assert "maxLength" not in later[0]["properties"]["answer"]
+
+
 def test_token_budget_stops_the_run() -> None:
     usage = Usage(prompt_tokens=90, completion_tokens=20)
     brain = ScriptedBrain([Reply(text=tool_step("lookup", key="a"), usage=usage)] * 5)

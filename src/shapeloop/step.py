@@ -184,6 +184,27 @@ def without_answer(schema: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def held_answer(schema: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+    """``schema`` with every free-text ``answer`` held to at most ``max_chars`` characters (a tighter
+    bound of its own is kept; a typed answer is left as it is). The loop asks this after a reply cut
+    off at the length limit: a greedy model asked the same question writes the same runaway answer
+    again, and the grammar, unlike the feedback, makes the retry end."""
+
+    def variant(one: Any) -> Any:
+        properties = one.get("properties") if isinstance(one, Mapping) else None
+        if not isinstance(properties, Mapping):
+            return one
+        answer = properties.get("answer")
+        if not isinstance(answer, Mapping) or answer.get("type") != "string" or "const" in answer:
+            return one
+        most = min(max_chars, answer.get("maxLength", max_chars))
+        return {**one, "properties": {**properties, "answer": {**answer, "maxLength": most}}}
+
+    if isinstance(schema.get("anyOf"), list):
+        return {**schema, "anyOf": [variant(v) for v in schema["anyOf"]]}
+    return dict(variant(schema))
+
+
 def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Looser schemas for an engine that cannot compile ``schema``, strictest first.
 
