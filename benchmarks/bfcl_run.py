@@ -38,7 +38,7 @@ from shapeloop import (
     run_agent,
 )
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
-from shapeloop.policies import resolve
+from shapeloop.policies import StateLine, resolve
 
 NO_RESULT = "done: the call was made (this function returns no data)"
 LOCK = "bfcl"  # one lock key for every tool: calls run one at a time, in the model's order
@@ -143,12 +143,41 @@ def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
     return [_tool(doc, runner(doc["name"])) for doc in item.functions]
 
 
-def loop_options(column: str) -> dict[str, Any]:
+STATE_LINE = "state-line"
+"""A column word for multi-turn items: the loop also shows, at every step, the line this adapter
+writes from BFCL's file system (:func:`state_line`), through :class:`~shapeloop.policies.StateLine`.
+Help of the benchmark's own, so the headline figure is the one without it."""
+
+
+def loop_options(column: str, state: Callable[[], str] | None = None) -> dict[str, Any]:
     """``run_agent``'s keywords for a column: ``native`` (the plain loop, native tool calls where the
-    backend has them), ``plain``, ``default`` or ``name1,name2``."""
+    backend has them), ``plain``, ``default`` or ``name1,name2``; :data:`STATE_LINE` among the names
+    adds a :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where ``state`` is None)."""
     if column == "native":
         return {"policies": resolve("plain"), "mode": "native"}
-    return {"policies": resolve(column)}
+    words = column.split(",")
+    rest = ",".join(w for w in words if w != STATE_LINE) or "plain"
+    extra = (StateLine(state),) if STATE_LINE in words and state is not None else ()
+    return {"policies": (*resolve(rest), *extra)}
+
+
+def state_line(item: Item, session: str) -> Callable[[], str] | None:
+    """For an item on BFCL's file system, a function that writes its state as a person would see it:
+    ``current folder: /workspace/docs; here: a.txt, notes/`` (run through BFCL's executor on the
+    session's instance, by the read-only ``pwd`` and ``ls``); None for an item without one."""
+    if "GorillaFileSystem" not in item.involved_classes:
+        return None
+    bfcl = load()
+
+    def line() -> str:
+        results, _ = bfcl.execute(func_call_list=["pwd()", "ls()"], initial_config=item.initial_config,
+                                  involved_classes=item.involved_classes, model_name=session,
+                                  test_entry_id=item.id, long_context=False, is_evaL_run=False)  # fmt: skip
+        where, here = (json.loads(text) if text.startswith("{") else {} for text in results)
+        names = here.get("current_directory_content") or []
+        return f"current folder: {where.get('current_working_directory', '?')}; here: {', '.join(names) or 'nothing'}"
+
+    return line
 
 
 def _split(turn: Sequence[Mapping[str, str]]) -> tuple[str | None, list[Message], str]:
@@ -203,7 +232,7 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int) -> 
             begun = time.perf_counter()
             run = run_agent(brain, tools, task, batch=True, max_steps=max_steps, system=system,
                             history=[*history, *earlier] or None, on_event=made.on_event,
-                            **loop_options(column))  # fmt: skip
+                            **loop_options(column, state_line(item, session)))  # fmt: skip
             history = run.messages
             turns.append(_by_step(made.calls))
             per_turn.append(_run_facts(run, time.perf_counter() - begun))

@@ -496,3 +496,22 @@ def test_the_first_calls_wrapper_passes_the_scorer_on_so_the_fit_floor_runs() ->
     assert wrapped.continuation_logprobs("a", "b") == [-1.0] and wrapped.capabilities is inner.capabilities
     with pytest.raises(AttributeError):
         bfcl_run.FirstCalls(ScriptedBrain([]), bfcl_run.Made()).continuation_logprobs  # noqa: B018
+
+
+def test_the_state_line_column_shows_bfcls_current_folder_at_each_step_and_keeps_the_verdict() -> None:
+    items = [i for i in bfcl_data.items("multi_turn_base") if "GorillaFileSystem" in i.involved_classes]
+    item = next(i for i in items if any(c.startswith("cd(") for turn in i.answer or [] for c in turn))
+    plain = bfcl_run.run_item(oracle_brain(item), item, "plain", max_steps=8)
+    brain = oracle_brain(item)
+    helped = bfcl_run.run_item(brain, item, f"plain,{bfcl_run.STATE_LINE}", max_steps=8)
+    lines = [m["content"] for asked in brain.asked for m in asked.messages[-1:]]
+    folders = [line for line in lines if line.startswith("current folder: /")]
+    assert len(folders) == len(brain.asked), lines  # every step read the line, as its last message
+    assert len(set(folders)) > 1, folders  # the oracle's cd moved the folder, and the line followed
+    assert "here: " in folders[0] and folders[0].split("here: ")[1] != "nothing"
+    assert helped["valid"] == plain["valid"] and helped["checker_input"] == plain["checker_input"]
+    # an item without a file system gets no line: the column is the plain loop
+    other = next(i for i in bfcl_data.items("multi_turn_base") if "GorillaFileSystem" not in i.involved_classes)
+    brain = oracle_brain(other)
+    bfcl_run.run_item(brain, other, f"plain,{bfcl_run.STATE_LINE}", max_steps=8)
+    assert not [m for asked in brain.asked for m in asked.messages if m["content"].startswith("current folder")]
