@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,20 @@ def test_a_tool_that_raises_a_refusal_is_denied_not_an_error() -> None:
 
     result = Toolbox([launch]).run(ToolCall(tool="launch", args={"target": "moon"}))
     assert result.status is ToolStatus.DENIED and result.text == "DENIED: moon is not a permitted target"
+
+
+def test_the_old_step_shaping_options_of_a_tool_warn_and_leave_no_attribute_behind() -> None:
+    with pytest.warns(DeprecationWarning, match=r"Tool\(optional_when_named=\.\.\.\) has no effect"):
+
+        @tool(optional_when_named=True)
+        def read(path: str, length: int = 10) -> str:
+            """Read."""
+            return path
+
+    with pytest.warns(DeprecationWarning, match=r"Tool\(choices=\.\.\.\) has no effect"):
+        made = Tool(name="t", description="d", parameters={"type": "object"}, fn=lambda: "x", choices=lambda _: {})
+    assert {f.name for f in dataclasses.fields(Tool)}.isdisjoint({"optional_when_named", "choices"})
+    assert read.optional_when_named is None and made.choices is None  # InitVar's class default, nothing kept
+    # the step still offers every argument: nothing was held back
+    run = run_agent(ScriptedBrain([tool_step("read", path="a", length=3), answer_step("ok")]), [read], "t")
+    assert run.ok and "length" in str(run.messages)

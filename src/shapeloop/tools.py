@@ -10,8 +10,9 @@ import functools
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, get_type_hints, overload
 
 import jsonschema
@@ -42,16 +43,8 @@ class Tool:
             model wrote them; the rest run concurrently. A string (every call of this tool, and of
             any tool with the same key) or a function of the arguments (``lambda args:
             args["path"]``: calls on one file); None runs concurrently.
-        optional_when_named: a constrained step offers an optional argument only once the task or a
-            result names it (every word of its name, or one of its enum values): small models fill
-            every optional argument they are shown (``read_file(path, length=1)``). The tool's
-            documentation still shows them all.
-        choices: the values a constrained step offers for some of the tool's text arguments, as a
-            function of the user's words so far (the caller's instructions, the user turns; not
-            the results, which quote back what the model made up): ``{"sheet": [...]}`` becomes
-            that argument's ``enum`` in the step's schema, less any value ``parameters`` would
-            refuse. The call is still checked against ``parameters`` alone. An argument left out
-            of the mapping, or left no values, stays open.
+        optional_when_named: deprecated, no effect (a warning says so); it will be removed.
+        choices: deprecated, no effect (a warning says so); it will be removed.
     """
 
     name: str
@@ -60,12 +53,13 @@ class Tool:
     fn: Callable[..., Any] = field(repr=False)
     needs_approval: bool = False
     lock_key: LockKey | None = field(default=None, repr=False)
-    optional_when_named: bool = False
-    choices: Callable[[str], Mapping[str, Sequence[str]]] | None = field(default=None, repr=False, compare=False)
+    optional_when_named: InitVar[bool | None] = None
+    choices: InitVar[Callable[[str], Mapping[str, Sequence[str]]] | None] = None
     # a validator per pattern time bound (a run's Limits.pattern_seconds); its patterns never backtrack
     _validators: dict[float, jsonschema.protocols.Validator] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, optional_when_named: bool | None, choices: Any) -> None:
+        _deprecated(optional_when_named=optional_when_named, choices=choices)
         if not self.name or not self.name.strip():
             raise ValueError("a tool needs a non-empty name")
         schema = dict(self.parameters)
@@ -127,7 +121,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
-    optional_when_named: bool = False,
+    optional_when_named: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -139,7 +133,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
-    optional_when_named: bool = False,
+    optional_when_named: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True, lock_key="disk")``.
 
@@ -170,6 +164,18 @@ def tool(
         )
 
     return build if fn is None else build(fn)
+
+
+def _deprecated(**given: Any) -> None:
+    """Warn for each deprecated tool option given: they have no effect and will be removed."""
+    for name, value in given.items():
+        if value is not None:
+            warnings.warn(
+                f"Tool({name}=...) has no effect and will be removed: the help it gave went with the loop's "
+                "grounding; a policy (shapeloop.policies) can shape what a step offers",
+                DeprecationWarning,
+                stacklevel=4,
+            )
 
 
 def _arguments_from_signature(

@@ -551,9 +551,7 @@ def workspace_tools(
     """
     space = Workspace(root)
 
-    # offset and length are offered once a result names them (a part's "read_file with offset=N
-    # reads on"): small models asked for "length": 1 and read a file a letter at a time.
-    @tool(optional_when_named=True)
+    @tool
     def read_file(path: str, offset: int = 0, length: int = max_read_chars) -> str:
         """Read a text file in the workspace.
 
