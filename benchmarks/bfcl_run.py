@@ -155,7 +155,7 @@ def loop_options(column: str, state: Callable[[], str] | None = None) -> dict[st
     adds a :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where ``state`` is None)."""
     if column == "native":
         return {"policies": resolve("plain"), "mode": "native"}
-    words = column.split(",")
+    words = [w.strip() for w in column.split(",")]
     rest = ",".join(w for w in words if w != STATE_LINE) or "plain"
     extra = (StateLine(state),) if STATE_LINE in words and state is not None else ()
     return {"policies": (*resolve(rest), *extra)}

@@ -129,8 +129,8 @@ def forget(model_name: str) -> None:
     """Drop the API-class instances BFCL's executor keeps (in its module's globals) for a model name."""
     prefix = re.sub(r"[-./:]", "_", f"{model_name}_")
     namespace = load().executor_globals
-    for key in [k for k in namespace if k.startswith(prefix)]:
-        del namespace[key]
+    for key in [k for k in list(namespace) if k.startswith(prefix)]:  # a copy: other items run in threads
+        namespace.pop(key, None)
 
 
 def call_string(name: str, args: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from shapeloop import (
 )
 from shapeloop.errors import ToolFailure
 from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
+from shapeloop.step import MAX_HOLD, fallback_schemas, flat_schema, held_answer, hold_for
 
 
 @tool
@@ -125,7 +126,7 @@ def test_a_cut_reply_is_not_a_shape_error_and_the_model_is_told_to_be_shorter() 
     assert "shorter" in brain.asked[1].messages[-1]["content"]
 
 
-def test_the_retry_of_a_cut_reply_holds_the_answer_to_half_its_length_in_the_grammar() -> None:
+def test_the_retry_of_a_cut_reply_holds_the_answer_to_about_half_its_length_in_the_grammar() -> None:
     # a greedy model asked the same question again writes the same runaway answer: the schema must differ
     cut = Reply(
         text='{"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": "' + "la " * 300,
@@ -136,9 +137,15 @@ def test_the_retry_of_a_cut_reply_holds_the_answer_to_half_its_length_in_the_gra
     assert run.ok
     answers = [v["properties"]["answer"] for v in brain.asked[1].schema["anyOf"]]
     held = [a for a in answers if a.get("type") == "string"]
-    assert held and all(a["maxLength"] == len(cut.text) // 2 for a in held)
+    assert held and all(a["maxLength"] == hold_for(len(cut.text)) for a in held)
+    assert len(cut.text) // 4 < hold_for(len(cut.text)) <= len(cut.text) // 2
     assert all(a == {"const": ""} for a in answers if a not in held)  # a tool's variant keeps its empty answer
     assert "maxLength" not in brain.asked[0].schema["anyOf"][-1]["properties"]["answer"]
+
+
+def test_the_hold_has_few_sizes_and_a_ceiling() -> None:
+    assert [hold_for(n) for n in (1, 2, 5, 130, 131, 100_000)] == [1, 1, 2, 64, 64, MAX_HOLD]
+    assert len({hold_for(n) for n in range(1, 20_000)}) == MAX_HOLD.bit_length()
 
 
 def test_a_cut_batch_reply_is_retried_with_a_held_answer_and_the_next_whole_reply_lifts_the_hold() -> None:
@@ -147,9 +154,31 @@ def test_a_cut_batch_reply_is_retried_with_a_held_answer_and_the_next_whole_repl
     run = run_agent(brain, [lookup], "t", batch=True)
     assert run.ok and run.answer == "done"
     lean = [v for v in brain.asked[1].schema["anyOf"] if list(v["properties"]) == ["answer"]]
-    assert lean[0]["properties"]["answer"]["maxLength"] == len(cut.text) // 2
+    assert lean[0]["properties"]["answer"]["maxLength"] == hold_for(len(cut.text))
     later = [v for v in brain.asked[2].schema["anyOf"] if list(v["properties"]) == ["answer"]]
     assert "maxLength" not in later[0]["properties"]["answer"]
+
+
+def test_an_empty_reply_cut_at_the_limit_is_a_cut_not_an_ignored_schema() -> None:
+    # a thinking model can spend every token before the reply: nothing came back, and the schema stands
+    brain = ScriptedBrain([Reply(text="", finish=Finish.LENGTH), answer_step("ok")])
+    run = run_agent(brain, [lookup], "t")
+    assert run.ok and run.mode is Mode.CONSTRAINED and "cut" in kinds(run)
+    assert not [e for e in run.events if isinstance(e, ModeChanged)]
+
+
+def test_a_typed_answer_is_never_held_so_the_retry_can_still_answer() -> None:
+    typed = {"type": "string", "minLength": 200}
+    cut = Reply(text='{"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": "' + "a" * 240,
+                finish=Finish.LENGTH)  # fmt: skip
+    brain = ScriptedBrain([cut, answer_step("b" * 200)])
+    run = run_agent(brain, [lookup], "t", output_type=typed)
+    assert run.ok
+    answer = next(v for v in brain.asked[1].schema["anyOf"] if v["properties"]["action"] == {"const": "answer"})
+    assert "maxLength" not in answer["properties"]["answer"]
+    # a held untyped schema falls back as an untyped one does (flat), not as a typed one
+    plain = step_schema([lookup])
+    assert fallback_schemas(held_answer(plain, 8)) == fallback_schemas(plain) == [flat_schema()]
 
 
 def test_token_budget_stops_the_run() -> None:

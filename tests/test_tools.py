@@ -216,16 +216,18 @@ def test_a_tool_that_raises_a_refusal_is_denied_not_an_error() -> None:
     assert result.status is ToolStatus.DENIED and result.text == "DENIED: moon is not a permitted target"
 
 
-def test_the_old_step_shaping_options_of_a_tool_warn_and_leave_no_attribute_behind() -> None:
-    with pytest.warns(DeprecationWarning, match=r"Tool\(optional_when_named=\.\.\.\) has no effect"):
+def test_the_old_step_shaping_options_of_a_tool_warn_at_the_callers_line_and_leave_nothing_behind() -> None:
+    with pytest.warns(DeprecationWarning, match=r"optional_when_named=\.\.\. has no effect") as caught:
 
         @tool(optional_when_named=True)
         def read(path: str, length: int = 10) -> str:
             """Read."""
             return path
 
-    with pytest.warns(DeprecationWarning, match=r"Tool\(choices=\.\.\.\) has no effect"):
+    with pytest.warns(DeprecationWarning, match=r"choices=\.\.\. has no effect") as too:
         made = Tool(name="t", description="d", parameters={"type": "object"}, fn=lambda: "x", choices=lambda _: {})
+    # attributed to this file, so Python's default filters show it to the user's own code
+    assert [w.filename for w in [*caught, *too]] == [__file__, __file__]
     assert {f.name for f in dataclasses.fields(Tool)}.isdisjoint({"optional_when_named", "choices"})
     assert read.optional_when_named is None and made.choices is None  # InitVar's class default, nothing kept
     # the step still offers every argument: nothing was held back

@@ -51,7 +51,7 @@ from shapeloop.output import TypedAnswer, answer_problem
 from shapeloop.policies import RunView
 from shapeloop.policies.seam import PolicySet, Shape
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript, choose_mode
-from shapeloop.step import Batch, Step, batch_json, held_answer, names_no_tool
+from shapeloop.step import Batch, Step, batch_json, held_answer, hold_for, names_no_tool
 from shapeloop.toolbox import Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import ToolCall
 
@@ -129,12 +129,13 @@ class Loop:
         reply = self._ask()
         if reply is None:
             return
-        self.cut = len(reply.text) if reply.finish is Finish.LENGTH and not reply.tool_calls else 0
+        cut_off = reply.finish is Finish.LENGTH and not reply.tool_calls
+        self.cut = max(1, len(reply.text)) if cut_off else 0
         if reply.tool_calls:
             self._on_native_calls(reply)
             return
         self._say("assistant", reply.text)
-        if self.cut:
+        if cut_off:
             self._emit(ReplyCut(step=self.step, text=reply.text))
             self._barren(reply.text, prompts.cut_feedback(batch=self.batch), "cut-off")
             return
@@ -222,8 +223,8 @@ class Loop:
         schema = None
         if self.mode is Mode.CONSTRAINED:
             schema = self.offer.schema(shape.excluded, answer=shape.may_answer)
-            if self.cut:  # the retry of a cut reply: the grammar holds its answer to half the length
-                schema = held_answer(schema, max(1, self.cut // 2))
+            if self.cut:  # the retry of a cut reply: the grammar holds its answer to about half the length
+                schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=tuple((t.name, t.description) for t in offered))  # fmt: skip
 

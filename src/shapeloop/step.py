@@ -184,25 +184,46 @@ def without_answer(schema: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+MAX_HOLD = 1024
+"""The most characters :func:`hold_for` holds an answer to (a grammar of thousands of repeats is
+slow to build, and some llama.cpp builds refuse one)."""
+
+
+def hold_for(cut_chars: int) -> int:
+    """The characters a retry's answer is held to after a reply of ``cut_chars`` was cut off: the
+    power of two at or below half of it, at most :data:`MAX_HOLD` (few sizes, so few grammars)."""
+    half = max(1, cut_chars // 2)
+    return min(MAX_HOLD, 1 << (half.bit_length() - 1))
+
+
 def held_answer(schema: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
-    """``schema`` with every free-text ``answer`` held to at most ``max_chars`` characters (a tighter
-    bound of its own is kept; a typed answer is left as it is). The loop asks this after a reply cut
-    off at the length limit: a greedy model asked the same question writes the same runaway answer
-    again, and the grammar, unlike the feedback, makes the retry end."""
+    """``schema`` with every free-text ``answer`` held to at most ``max_chars`` characters (a bound of
+    its own, if tighter, is kept). A typed answer (``output_type``: a string with a pattern, an enum,
+    a format or a length of its own, or any other type) is left as it is, so the hold never makes
+    an answer impossible. The loop asks this after a reply cut off at the length limit: a greedy
+    model asked the same question writes the same runaway answer again, and the grammar, unlike the
+    feedback, makes the retry end."""
 
     def variant(one: Any) -> Any:
         properties = one.get("properties") if isinstance(one, Mapping) else None
         if not isinstance(properties, Mapping):
             return one
         answer = properties.get("answer")
-        if not isinstance(answer, Mapping) or answer.get("type") != "string" or "const" in answer:
+        if not isinstance(answer, Mapping) or not _free_text(answer):
             return one
-        most = min(max_chars, answer.get("maxLength", max_chars))
+        most = max(min(max_chars, answer.get("maxLength", max_chars)), answer.get("minLength", 0))
         return {**one, "properties": {**properties, "answer": {**answer, "maxLength": most}}}
 
     if isinstance(schema.get("anyOf"), list):
         return {**schema, "anyOf": [variant(v) for v in schema["anyOf"]]}
     return dict(variant(schema))
+
+
+def _free_text(answer: Mapping[str, Any]) -> bool:
+    """An untyped answer: a string with at most the loop's own bounds (``minLength`` 1, a hold)."""
+    return answer.get("type") == "string" and set(answer) <= {"type", "minLength", "maxLength"} and (
+        answer.get("minLength", 1) <= 1
+    )
 
 
 def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -215,7 +236,10 @@ def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     variants = list(schema.get("anyOf", [schema]))
     answer = next((v for v in variants if _answers(v)), None)
     batched = any("calls" in (v.get("properties") or {}) for v in variants) or (answer is not None and _lean(answer))
-    typed = answer is not None and answer["properties"]["answer"] != {"type": "string", "minLength": 1}
+    untyped = {"type": "string", "minLength": 1}  # the loop's own answer, held or not (held_answer)
+    typed = answer is not None and {
+        k: v for k, v in answer["properties"]["answer"].items() if k != "maxLength"
+    } != untyped
     if answer is None or not (typed or batched):
         return [flat_schema()]
     if batched:

@@ -59,7 +59,7 @@ class Tool:
     _validators: dict[float, jsonschema.protocols.Validator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, optional_when_named: bool | None, choices: Any) -> None:
-        _deprecated(optional_when_named=optional_when_named, choices=choices)
+        _deprecated(3, optional_when_named=optional_when_named, choices=choices)
         if not self.name or not self.name.strip():
             raise ValueError("a tool needs a non-empty name")
         schema = dict(self.parameters)
@@ -142,6 +142,8 @@ def tool(
     a Google-style ``Args:`` section. Arguments are converted to the annotated types before the call.
     """
 
+    _deprecated(2, optional_when_named=optional_when_named)
+
     def build(func: Callable[..., Any]) -> Tool:
         schema, convert = _arguments_from_signature(func)
         summary, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -160,21 +162,21 @@ def tool(
             fn=call,
             needs_approval=needs_approval,
             lock_key=lock_key,
-            optional_when_named=optional_when_named,
         )
 
     return build if fn is None else build(fn)
 
 
-def _deprecated(**given: Any) -> None:
-    """Warn for each deprecated tool option given: they have no effect and will be removed."""
+def _deprecated(stacklevel: int, **given: Any) -> None:
+    """Warn, at the caller ``stacklevel`` frames up, for each deprecated tool option given: they have
+    no effect and will be removed."""
     for name, value in given.items():
         if value is not None:
             warnings.warn(
-                f"Tool({name}=...) has no effect and will be removed: the help it gave went with the loop's "
+                f"{name}=... has no effect and will be removed: the help it gave went with the loop's "
                 "grounding; a policy (shapeloop.policies) can shape what a step offers",
                 DeprecationWarning,
-                stacklevel=4,
+                stacklevel=stacklevel + 1,
             )
 
 
