@@ -221,8 +221,10 @@ def held_answer(schema: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
 
 def _free_text(answer: Mapping[str, Any]) -> bool:
     """An untyped answer: a string with at most the loop's own bounds (``minLength`` 1, a hold)."""
-    return answer.get("type") == "string" and set(answer) <= {"type", "minLength", "maxLength"} and (
-        answer.get("minLength", 1) <= 1
+    return (
+        answer.get("type") == "string"
+        and set(answer) <= {"type", "minLength", "maxLength"}
+        and (answer.get("minLength", 1) <= 1)
     )
 
 
@@ -237,9 +239,9 @@ def fallback_schemas(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     answer = next((v for v in variants if _answers(v)), None)
     batched = any("calls" in (v.get("properties") or {}) for v in variants) or (answer is not None and _lean(answer))
     untyped = {"type": "string", "minLength": 1}  # the loop's own answer, held or not (held_answer)
-    typed = answer is not None and {
-        k: v for k, v in answer["properties"]["answer"].items() if k != "maxLength"
-    } != untyped
+    typed = (
+        answer is not None and {k: v for k, v in answer["properties"]["answer"].items() if k != "maxLength"} != untyped
+    )
     if answer is None or not (typed or batched):
         return [flat_schema()]
     if batched:
