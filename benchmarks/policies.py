@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records
 from benchmarks.common import MEASUREMENTS
-from shapeloop.policies import available
+from shapeloop.policies import StateLine, available
 
 OUT = MEASUREMENTS / "policies.json"
 SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
@@ -62,8 +62,10 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         row["lost"] += ident in lost
         row[column] += bool(mine[ident]["valid"])
         row[base] += bool(theirs[ident]["valid"])
+    turns = {name: _turn_sums(records, both) for name, records in ((column, mine), (base, theirs))}
     return {
         "model": model, "column": column, "base": base, "items": len(both),
+        **({"turns": turns} if all(turns.values()) else {}),
         "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
         "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,
         "median_seconds": {column: _median(mine, both), base: _median(theirs, both)},
@@ -94,13 +96,16 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
 def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, Any]:
     """The ablation record: each policy column's rows and decision, and the loop against raw."""
     tune = tune_records(records)
-    shipped = set(available()) - {"plain", "default", "small-model"}  # each policy by its name, measured or not
-    columns = sorted(({r["column"] for r in tune} - NOT_POLICIES) | shipped)
+    # each shipped policy by its name, measured or not (StateLine needs the caller's function: no builder)
+    shipped = (set(available()) - {"plain", "default", "small-model"}) | {StateLine(str).name}
+    columns = {policy_name(c): c for c in sorted({r["column"] for r in tune} - NOT_POLICIES)}
     rows = []
-    for column in columns:
+    for policy in sorted(columns.keys() | shipped):
+        column = columns.get(policy, policy)
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
         joins, why = decide(small, large)
-        rows.append({"policy": column, SMALL: small, LARGE: large, "joins_default": joins, "why": why})
+        rows.append({"policy": policy, "column": column, SMALL: small, LARGE: large, "joins_default": joins,
+                     "why": why})  # fmt: skip
     loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
     return {
         "date": datetime.date.today().isoformat(), "rule": RULE, "base": BASE,
@@ -108,6 +113,24 @@ def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, An
         "default": [row["policy"] for row in rows if row["joins_default"]],
         "policies": rows, "plain_vs_raw": loop_vs_raw, "probes": probes,
     }  # fmt: skip
+
+
+def _turn_sums(records: Mapping[str, dict[str, Any]], ids: Sequence[str]) -> dict[str, Any] | None:
+    """Over multi-turn items: turns in all, turns whose state matched the truth's, turns whose first
+    call named the truth's function, and the median prompt tokens a step; None for single-turn."""
+    rows = [records[i] for i in ids if "turns_state" in records[i]]
+    if not rows:
+        return None
+    per_step = [r["prompt_tokens_per_step"] for r in rows if r.get("prompt_tokens_per_step")]
+    return {"entries": len(rows), "turns": sum(r["turns_total"] for r in rows),
+            "state": sum(r["turns_state"] for r in rows), "first_function": sum(r["turns_first_tool"] for r in rows),
+            "median_prompt_tokens_per_step": statistics.median(per_step) if per_step else None}  # fmt: skip
+
+
+def policy_name(column: str) -> str:
+    """A column's policy set as the row names it: ``plain,state-line`` is ``state-line`` (the plain
+    loop is no policy at all)."""
+    return ",".join(word for word in column.split(",") if word != BASE) or BASE
 
 
 def _median(records: Mapping[str, dict[str, Any]], ids: Sequence[str]) -> float | None:

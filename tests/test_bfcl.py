@@ -473,7 +473,24 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     rows = {row["policy"]: row for row in built["policies"]}
     assert rows["x"][small]["net"] == 2 and not rows["x"]["joins_default"]
     # every shipped policy has a row, measured or not
-    assert {"fit-floor", "tool-ranking", "recovery"} <= rows.keys() and rows["recovery"][small] is None
+    assert {"fit-floor", "tool-ranking", "recovery", "state-line"} <= rows.keys() and rows["recovery"][small] is None
+    # a multi-turn column: "plain,state-line" is the state-line row, with the turns summed beside the entries
+    turns = {"plain": (5, 1, 2, 900), "plain,state-line": (5, 3, 2, 950)}
+    entries = [{**record(small, column, ("multi_turn_base", index), False), "turns_total": total,
+                "turns_state": state, "turns_first_tool": first, "prompt_tokens_per_step": tokens}
+               for column, (total, state, first, tokens) in turns.items() for index in (100, 101)]  # fmt: skip
+    rows = {row["policy"]: row for row in policies.build(entries)["policies"]}
+    helped = rows["state-line"]
+    assert helped["column"] == "plain,state-line" and helped[small]["items"] == 2 and helped[small]["net"] == 0
+    assert helped[small]["turns"]["plain,state-line"] == {
+        "entries": 2,
+        "turns": 10,
+        "state": 6,
+        "first_function": 4,
+        "median_prompt_tokens_per_step": 950,
+    }
+    assert helped[small]["turns"]["plain"]["state"] == 2
+    assert "turns" not in row  # single-turn items have no turns to sum
 
 
 def test_the_benchmarks_entry_runs_bfcl_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
