@@ -105,7 +105,7 @@ def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, An
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
         joins, why = decide(small, large)
         rows.append({"policy": policy, "column": column, SMALL: small, LARGE: large, "joins_default": joins,
-                     "why": why})  # fmt: skip
+                     "why": why, "in_code": policy in shipped})  # fmt: skip
     loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
     return {
         "date": datetime.date.today().isoformat(), "rule": RULE, "base": BASE,
@@ -152,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     built = build(latest(read_records(args.records)), probes)
     args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for row in built["policies"]:
-        print(f"{row['policy']}: {'joins the default' if row['joins_default'] else 'stays out'} ({row['why']})")
+        where = "joins the default" if row["joins_default"] else "stays out" if row["in_code"] else "not in the code"
+        print(f"{row['policy']}: {where} ({row['why']})")
     print(f"wrote {args.out}")
 
 

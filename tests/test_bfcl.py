@@ -473,7 +473,8 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     rows = {row["policy"]: row for row in built["policies"]}
     assert rows["x"][small]["net"] == 2 and not rows["x"]["joins_default"]
     # every shipped policy has a row, measured or not
-    assert {"fit-floor", "tool-ranking", "recovery", "state-line"} <= rows.keys() and rows["recovery"][small] is None
+    assert {"fit-floor", "recovery", "state-line"} <= rows.keys() and rows["recovery"][small] is None
+    assert all(row["in_code"] for row in rows.values() if row["policy"] != "x")
     # a multi-turn column: "plain,state-line" is the state-line row, with the turns summed beside the entries
     turns = {"plain": (5, 1, 2, 900), "plain,state-line": (5, 3, 2, 950)}
     entries = [{**record(small, column, ("multi_turn_base", index), False), "turns_total": total,

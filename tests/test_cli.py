@@ -182,7 +182,7 @@ def test_run_takes_policies_per_run_and_reports_them(
 ) -> None:
     replies = script(tmp_path, answer_step("teal"))
     args = ["run", "t", "--root", str(root), "--script", replies, "--json"]
-    assert main([*args, "--policies", "plain,tool-ranking"]) == 0
-    assert json.loads(capsys.readouterr().out)["policies"] == ["tool-ranking"]
+    assert main([*args, "--policies", "plain,recovery"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"] == ["recovery"]
     assert main([*args, "--policies", "plain"]) == 0
     assert json.loads(capsys.readouterr().out)["policies"] == []

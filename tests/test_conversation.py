@@ -267,8 +267,17 @@ def test_shapeloop_chat_runs_a_conversation_and_shows_each_cut(tmp_path: Path) -
 
 
 def test_policies_serve_each_request_the_state_line_as_the_tools_are_now() -> None:
-    from shapeloop.policies.ranking import ToolRanking
+    from shapeloop.policies import Policy, RunView, StepShape
     from shapeloop.policies.state import StateLine
+
+    class Shortlist(Policy):
+        """Offers, for each request, the tools the caller listed for it."""
+
+        def __init__(self, offers: dict[str, frozenset[str]]) -> None:
+            self.offers = offers
+
+        def shape_step(self, view: RunView) -> StepShape | None:
+            return StepShape(reason="the caller's shortlist", tools=self.offers[view.task])
 
     folders = Folders()
     seen: list[Request] = []
@@ -279,7 +288,8 @@ def test_policies_serve_each_request_the_state_line_as_the_tools_are_now() -> No
         return replies.pop(0)
 
     state = StateLine(lambda: f"current folder: {folders.cwd}")
-    talk = Conversation(ScriptedBrain(brain), folders.tools(), policies=[state, ToolRanking(max_tools=2)])
+    offers = {"Go to docs.": frozenset({"cd", "ls"}), "List the files.": frozenset({"ls", "cat"})}
+    talk = Conversation(ScriptedBrain(brain), folders.tools(), policies=[state, Shortlist(offers)])
     talk.ask("Go to docs.")
     turn = talk.ask("List the files.")
     assert [r.messages[-1]["content"].splitlines()[0] for r in seen] == [
@@ -288,6 +298,6 @@ def test_policies_serve_each_request_the_state_line_as_the_tools_are_now() -> No
         "current folder: /docs",
         "current folder: /docs",
     ]
-    assert {name for name, _ in seen[0].offered} == {"cd", "ls"}  # ranked for each request anew
+    assert {name for name, _ in seen[0].offered} == {"cd", "ls"}  # shaped for each request anew
     assert {name for name, _ in seen[2].offered} == {"ls", "cat"}
-    assert turn.ok and turn.run.policies == ("state-line", "tool-ranking")
+    assert turn.ok and turn.run.policies == ("state-line", "shortlist")

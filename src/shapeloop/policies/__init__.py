@@ -24,7 +24,6 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
-from shapeloop.policies.ranking import ToolRanking
 from shapeloop.policies.recovery import Recovery
 from shapeloop.policies.state import StateLine
 
@@ -42,9 +41,7 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
-    {"fit-floor": FitFloor, "tool-ranking": ToolRanking, "recovery": Recovery}
-)
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor, "recovery": Recovery})
 
 
 def warn_grounding(**given: bool | None) -> None:
@@ -102,7 +99,6 @@ __all__ = [
     "RunView",
     "StateLine",
     "StepShape",
-    "ToolRanking",
     "available",
     "resolve",
 ]
