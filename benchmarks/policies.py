@@ -65,6 +65,7 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
     turns = {name: _turn_sums(records, both) for name, records in ((column, mine), (base, theirs))}
     return {
         "model": model, "column": column, "base": base, "items": len(both),
+        "interventions": sum(sum((mine[i].get("interventions") or {}).values()) for i in both),
         **({"turns": turns} if all(turns.values()) else {}),
         "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
         "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,
@@ -77,6 +78,8 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     """Whether a policy joins the default by :data:`RULE`, and why, in words."""
     if small is None:
         return False, "not measured on qwen2.5-coder-0.5b's tune items: it cannot join"
+    if small.get("interventions") == 0:
+        return False, f"never acted on its {small['items']} tune items for qwen2.5-coder-0.5b: not judged"
     worst = max((row["lost"] - row["gained"] for row in small["by_category"].values()), default=0)
     if small["net"] < 3:
         return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b (3 needed)"

@@ -447,7 +447,8 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     def record(model: str, column: str, where: tuple[str, int], valid: bool) -> dict[str, Any]:
         seconds = 2.0 if column == "plain" else 3.0
         return {"model": model, "column": column, "category": where[0], "index": where[1],
-                "id": f"{where[0]}_{where[1]}", "valid": valid, "seconds": seconds}  # fmt: skip
+                "id": f"{where[0]}_{where[1]}", "valid": valid, "seconds": seconds,
+                "interventions": {column: 1} if column == "x" else {}}  # fmt: skip
 
     small = policies.SMALL
     plain = [record(small, "plain", w, n % 3 == 0) for n, w in enumerate(ids)]
@@ -461,6 +462,11 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     assert sorted(row["lost"]) == sorted(f"parallel_{i}" for i in (tune["parallel"][0], tune["parallel"][3]))
     assert row["net"] == 2 and row["by_category"]["parallel"]["lost"] == 2
     assert policies.decide(row, None) == (False, "net +2 on 10 tune items for qwen2.5-coder-0.5b (3 needed)")
+    assert row["interventions"] == 10  # one on each item
+    assert policies.decide({**row, "interventions": 0}, None) == (
+        False,
+        "never acted on its 10 tune items for qwen2.5-coder-0.5b: not judged",
+    )
     better = {**row, "net": 4, "by_category": {"a": {"gained": 4, "lost": 0}}, "seconds_ratio": 1.2}
     assert "1.5 times the plain loop's seconds" in policies.decide({**better, "seconds_ratio": 1.5}, {"net": 1})[1]
     assert policies.decide(better, None)[0] is False  # not yet measured on the 1.5B model

@@ -15,7 +15,10 @@ And an answer that repeats the failed call's message (its first line, compared a
 once, since a failed call is not the task done; an answer given again stands. Everything it decides
 compares the call's own values with the tool's own text: it reads no word of any language.
 
-Measured: not yet (BFCL's multi-turn entries, with and without it).
+Measured: it never acted on BFCL's multi-turn tune entries (``multi_turn_base`` 100-109,
+qwen2.5-coder-0.5b): BFCL's API classes return their errors as data (``{"error": ...}``), which the
+benchmark passes on as ordinary results, so no call failed. Not judged yet
+(``measurements/policies.json``).
 """
 
 from __future__ import annotations

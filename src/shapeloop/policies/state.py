@@ -6,8 +6,9 @@ short line of it (``current folder: /workspace/docs``) at each step, as a note t
 does not keep, so the model always reads the state as it is now. The caller writes the line, in any
 language; the policy reads nothing of it.
 
-Measured: not yet (BFCL's multi-turn entries, with and without it; the benchmark's headline figure
-is the one without).
+Measured: not on tune data. The BFCL benchmark's adapter writes a line for BFCL's file system
+(``--policies plain,state-line``), and no tune entry (``multi_turn_base`` 100-199) uses it; the
+benchmark's headline figure is the one without it.
 """
 
 from __future__ import annotations
