@@ -124,7 +124,6 @@ def single_tools(item: Item, made: Made, *, native: bool = False) -> list[Tool]:
 
 def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
     """The item's API functions as tools that run on BFCL's API-class instances for ``session``."""
-    bfcl = load()
 
     def runner(name: str) -> Callable[..., str]:
         def run(**args: Any) -> str:
@@ -133,10 +132,7 @@ def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
             except ValueError as exc:
                 raise ToolFailure(f"{exc}: every argument name must be a parameter of {name}") from exc
             made.calls.append((made.step, (name, args)))
-            results, _ = bfcl.execute(func_call_list=[text], initial_config=item.initial_config,
-                                      involved_classes=item.involved_classes, model_name=session,
-                                      test_entry_id=item.id, long_context=False, is_evaL_run=False)  # fmt: skip
-            return results[0]
+            return execute(item, session, [text])[0]
 
         return run
 
@@ -147,6 +143,14 @@ STATE_LINE = "state-line"
 """A column word for multi-turn items: the loop also shows, at every step, the line this adapter
 writes from BFCL's file system (:func:`state_line`), through :class:`~shapeloop.policies.StateLine`.
 Help of the benchmark's own, so the headline figure is the one without it."""
+
+
+def execute(item: Item, session: str, calls: list[str]) -> list[str]:
+    """The results of BFCL call strings run on the item's API-class instances for ``session``."""
+    results, _ = load().execute(func_call_list=calls, initial_config=item.initial_config,
+                                involved_classes=item.involved_classes, model_name=session,
+                                test_entry_id=item.id, long_context=False, is_evaL_run=False)  # fmt: skip
+    return results
 
 
 def loop_options(column: str, state: Callable[[], str] | None = None) -> dict[str, Any]:
@@ -167,12 +171,9 @@ def state_line(item: Item, session: str) -> Callable[[], str] | None:
     session's instance, by the read-only ``pwd`` and ``ls``); None for an item without one."""
     if "GorillaFileSystem" not in item.involved_classes:
         return None
-    bfcl = load()
 
     def line() -> str:
-        results, _ = bfcl.execute(func_call_list=["pwd()", "ls()"], initial_config=item.initial_config,
-                                  involved_classes=item.involved_classes, model_name=session,
-                                  test_entry_id=item.id, long_context=False, is_evaL_run=False)  # fmt: skip
+        results = execute(item, session, ["pwd()", "ls()"])
         where, here = (json.loads(text) if text.startswith("{") else {} for text in results)
         names = here.get("current_directory_content") or []
         return f"current folder: {where.get('current_working_directory', '?')}; here: {', '.join(names) or 'nothing'}"

@@ -17,6 +17,7 @@ from shapeloop.brain import (
     SchemaSupport,
     as_brain,
 )
+from shapeloop.deprecation import warn_no_effect
 from shapeloop.events import (
     RepeatNoticed,
     Sink,
@@ -26,7 +27,7 @@ from shapeloop.limits import Limits
 from shapeloop.loop import Loop
 from shapeloop.offer import Offer
 from shapeloop.output import typed_answer
-from shapeloop.policies import DEFAULT, Policy, warn_grounding
+from shapeloop.policies import DEFAULT, Policy
 from shapeloop.policies.seam import PolicySet
 from shapeloop.run import AgentRun, Mode, OutputT, Transcript
 from shapeloop.text import escape_surrogates
@@ -104,7 +105,9 @@ def run_agent(
         ground_values: deprecated, no effect (value grounding was removed: it refused "tomorrow",
             "München" called as Munich, and every translation).
     """
-    warn_grounding(ground_ids=ground_ids, ground_values=ground_values)
+    why = "grounding was taken out of the loop because it refused legitimate calls; pass policies=... instead"
+    warn_no_effect(f"{why} (see shapeloop.policies)", stacklevel=2, prefix="run_agent(",
+                   ground_ids=ground_ids, ground_values=ground_values)  # fmt: skip
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
     task = escape_surrogates(task)

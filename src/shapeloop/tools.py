@@ -10,7 +10,6 @@ import functools
 import inspect
 import json
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import Any, get_type_hints, overload
@@ -20,6 +19,7 @@ import jsonschema.exceptions
 from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 
+from shapeloop.deprecation import warn_no_effect
 from shapeloop.errors import ToolFailure
 from shapeloop.limits import Limits, value_problem
 from shapeloop.pattern import bounded_validator
@@ -59,7 +59,7 @@ class Tool:
     _validators: dict[float, jsonschema.protocols.Validator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, optional_when_named: bool | None, choices: Any) -> None:
-        _deprecated(3, optional_when_named=optional_when_named, choices=choices)
+        warn_no_effect(_NO_EFFECT, stacklevel=3, optional_when_named=optional_when_named, choices=choices)
         if not self.name or not self.name.strip():
             raise ValueError("a tool needs a non-empty name")
         schema = dict(self.parameters)
@@ -142,7 +142,7 @@ def tool(
     a Google-style ``Args:`` section. Arguments are converted to the annotated types before the call.
     """
 
-    _deprecated(2, optional_when_named=optional_when_named)
+    warn_no_effect(_NO_EFFECT, stacklevel=2, optional_when_named=optional_when_named)
 
     def build(func: Callable[..., Any]) -> Tool:
         schema, convert = _arguments_from_signature(func)
@@ -167,17 +167,9 @@ def tool(
     return build if fn is None else build(fn)
 
 
-def _deprecated(stacklevel: int, **given: Any) -> None:
-    """Warn, at the caller ``stacklevel`` frames up, for each deprecated tool option given: they have
-    no effect and will be removed."""
-    for name, value in given.items():
-        if value is not None:
-            warnings.warn(
-                f"{name}=... has no effect and will be removed: the help it gave went with the loop's "
-                "grounding; a policy (shapeloop.policies) can shape what a step offers",
-                DeprecationWarning,
-                stacklevel=stacklevel + 1,
-            )
+_NO_EFFECT = (
+    "the help it gave went with the loop's grounding; a policy (shapeloop.policies) can shape what a step offers"
+)
 
 
 def _arguments_from_signature(

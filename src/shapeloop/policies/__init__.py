@@ -11,7 +11,6 @@ Write one by subclassing :class:`Policy` and overriding any of its hooks (``shap
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
@@ -42,19 +41,6 @@ _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor, "recovery": Recovery})
-
-
-def warn_grounding(**given: bool | None) -> None:
-    """Warn for each deprecated grounding flag given (``ground_ids=``, ``ground_values=``): they
-    have no effect and will be removed."""
-    for name, value in given.items():
-        if value is not None:
-            warnings.warn(
-                f"run_agent({name}=...) has no effect and will be removed: grounding was taken out of the loop "
-                "because it refused legitimate calls; pass policies=... instead (see shapeloop.policies)",
-                DeprecationWarning,
-                stacklevel=3,
-            )
 
 
 def available() -> list[str]:
