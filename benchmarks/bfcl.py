@@ -122,11 +122,12 @@ class Worker:
         from shapeloop import backends
 
         options = {"context": context, "n_threads": 1} if backend == "llamacpp" else {}
+        self.context = context
         self.brain = backends.create(backend, model, base_url=base_url, **options)
 
     def run(self, category: str, item_id: str, column: str, max_steps: int) -> dict[str, Any]:
         item = next(i for i in bfcl_data.items(category) if i.id == item_id)
-        return run_item(self.brain, item, column, max_steps=max_steps)
+        return run_item(self.brain, item, column, max_steps=max_steps, context=self.context)
 
 
 def on_ray(
@@ -195,7 +196,7 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
 
     def one(job: tuple[Item, str]) -> None:
         item, column = job
-        write(item, column, run_item(brain, item, column, max_steps=args.max_steps))
+        write(item, column, run_item(brain, item, column, max_steps=args.max_steps, context=args.context))
 
     try:
         if args.concurrency > 1:

@@ -30,6 +30,7 @@ from shapeloop import (
     BaseBrain,
     Brain,
     Capabilities,
+    Conversation,
     Message,
     Reply,
     Request,
@@ -39,8 +40,17 @@ from shapeloop import (
 )
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
 from shapeloop.policies import StateLine, resolve
+from shapeloop.prompts import system_prompt
 
 NO_RESULT = "done: the call was made (this function returns no data)"
+ADAPTER = 2
+"""The multi-turn adapter's version, in each multi-turn record: 1 passed the whole history and BFCL's
+error data as ordinary results; 2 plays the turns through a Conversation kept within the window and
+raises BFCL's errors as failures. Records of different versions are not compared."""
+TURN_ROOM = 2048
+"""Tokens of the window kept for a turn's own steps (its calls, results and replies), beyond the
+system prompt and the history."""
+_EXECUTION_ERROR = "Error during execution:"
 LOCK = "bfcl"  # one lock key for every tool: calls run one at a time, in the model's order
 RAW_PROMPT = """You can call these functions:
 {functions}
@@ -132,11 +142,43 @@ def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
             except ValueError as exc:
                 raise ToolFailure(f"{exc}: every argument name must be a parameter of {name}") from exc
             made.calls.append((made.step, (name, args)))
-            return execute(item, session, [text])[0]
+            result = execute(item, session, [text])[0]
+            why = failure(result)
+            if why is not None:
+                raise ToolFailure(why)
+            return result
 
         return run
 
     return [_tool(doc, runner(doc["name"])) for doc in item.functions]
+
+
+def failure(result: str) -> str | None:
+    """The message of a BFCL result that reports a failure, or None: an object whose only key is
+    ``error`` (how BFCL's API classes say a call failed), or the executor's ``Error during execution:``
+    (a call that raised: an unknown argument, a wrong type)."""
+    if result.startswith(_EXECUTION_ERROR):
+        return result[len(_EXECUTION_ERROR) :].strip() or result
+    if not result.startswith("{"):
+        return None
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and list(data) == ["error"]:
+        return str(data["error"])
+    return None
+
+
+def history_budget(brain: Brain, tools: Sequence[Tool], system: str | None, context: int) -> dict[str, int]:
+    """The history's budget for a conversation over ``tools`` in a window of ``context`` tokens: what
+    is left after the system prompt (the tools' documentation) and :data:`TURN_ROOM`, at least a
+    quarter of the window. In tokens where the brain counts them, else in characters (three a token)."""
+    prompt = system_prompt(tools, prose=False, extra=system, batch=True)
+    counter = getattr(brain, "count_tokens", None)
+    taken = counter([Message(role="system", content=prompt)]) if callable(counter) else len(prompt) // 3
+    tokens = max(context // 4, context - taken - TURN_ROOM)
+    return {"max_history_tokens": tokens} if callable(counter) else {"max_history_chars": tokens * 3}
 
 
 STATE_LINE = "state-line"
@@ -217,29 +259,34 @@ def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[s
     return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"], native=native), **facts}
 
 
-def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
-    """A multi-turn item through the loop, turn by turn, each turn continuing the last; its record."""
+def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, context: int) -> dict[str, Any]:
+    """A multi-turn item through the loop: each turn one request of a :class:`~shapeloop.Conversation`
+    whose history is kept within ``context`` tokens (:func:`history_budget`); its record."""
     session = f"shapeloop_live_{uuid.uuid4().hex}"
     made = Made()
     tools = multi_tools(item, made, session)
-    history: list[Message] = []
+    system, earlier, _ = _split(item.turns[0])
+    if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
+        raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
+    budget = history_budget(brain, tools, system, context)
+    conversation = Conversation(brain, tools, max_history_chars=budget.get("max_history_chars"),
+                                max_history_tokens=budget.get("max_history_tokens"), batch=True,
+                                max_steps=max_steps, system=system, on_event=made.on_event,
+                                **loop_options(column, state_line(item, session)))  # fmt: skip
     turns: list[list[list[str]]] = []
     per_turn = []
     started = time.perf_counter()
     try:
         for turn in item.turns:
             made.calls.clear()
-            system, earlier, task = _split(turn)
             begun = time.perf_counter()
-            run = run_agent(brain, tools, task, batch=True, max_steps=max_steps, system=system,
-                            history=[*history, *earlier] or None, on_event=made.on_event,
-                            **loop_options(column, state_line(item, session)))  # fmt: skip
-            history = run.messages
+            asked = conversation.ask(_split(turn)[2])
             turns.append(_by_step(made.calls))
-            per_turn.append(_run_facts(run, time.perf_counter() - begun))
+            per_turn.append({**_run_facts(asked.run, time.perf_counter() - begun), "cuts": len(asked.cuts)})
     finally:
         forget(session)
-    return multi_record(item, turns, per_turn, time.perf_counter() - started)
+    record = multi_record(item, turns, per_turn, time.perf_counter() - started)
+    return {**record, "adapter": ADAPTER, "history_budget": budget}
 
 
 def multi_record(
@@ -383,10 +430,11 @@ def run_raw_multi(brain: Brain, item: Item) -> dict[str, Any]:
     return multi_record(item, turns, per_turn, time.perf_counter() - started)
 
 
-def run_item(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
-    """One item in one column: ``raw``, or a policy set for the loop (``plain``, ``default``, ``a,b``)."""
+def run_item(brain: Brain, item: Item, column: str, *, max_steps: int, context: int = 8192) -> dict[str, Any]:
+    """One item in one column: ``raw``, or a policy set for the loop (``plain``, ``default``, ``a,b``);
+    ``context`` is the model's window in tokens (multi-turn keeps its history within it)."""
     if column == "raw":
         return run_raw_multi(brain, item) if item.multi_turn else run_raw(brain, item)
     if item.multi_turn:
-        return run_loop_multi(brain, item, column, max_steps=max_steps)
+        return run_loop_multi(brain, item, column, max_steps=max_steps, context=context)
     return run_loop(brain, item, column, max_steps=max_steps)

@@ -6,7 +6,9 @@ and the decision by the rule; writes ``measurements/policies.json`` from the BFC
 
 A policy's column is any column of the records that is not ``raw``, ``plain``, ``default`` or
 ``native`` (``--policies fit-floor`` writes the column ``fit-floor``). Only the tune sample counts
-(the report categories never choose anything), and only items both columns ran. The file's
+(the report categories never choose anything), and only items both columns ran with the same
+multi-turn adapter (``adapter`` in a record: a column measured before the adapter changed is paired
+with the plain loop's records of its own version). The file's
 ``probes`` (one-off first-step experiments, written by hand with their scripts' description) are
 kept from the file as it was.
 """
@@ -17,12 +19,12 @@ import argparse
 import datetime
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks import bfcl_data
-from benchmarks.bfcl_report import RECORDS, latest, read_records
+from benchmarks.bfcl_report import RECORDS, read_records
 from benchmarks.common import MEASUREMENTS
 from shapeloop.policies import StateLine, available
 
@@ -44,11 +46,41 @@ def tune_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["index"] in chosen.get(r["category"], set())]
 
 
+def every_version(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last record of each item in each column, for each multi-turn adapter version it ran at
+    (:func:`~benchmarks.bfcl_report.latest` keeps only the newest, as the report should)."""
+    by_key = {(r["model"], r.get("backend"), r["column"], r["id"], r.get("adapter")): r for r in records}
+    return list(by_key.values())
+
+
+def _newest(records: Sequence[dict[str, Any]], model: str, column: str) -> dict[str, dict[str, Any]]:
+    """``column``'s records for ``model`` by item, each category at the newest adapter version it ran."""
+    mine = [r for r in records if r["model"] == model and r["column"] == column]
+    top: dict[str, int] = {}
+    for r in mine:
+        top[r["category"]] = max(top.get(r["category"], 0), r.get("adapter") or 0)
+    return {r["id"]: r for r in mine if (r.get("adapter") or 0) == top[r["category"]]}
+
+
+def _match(
+    records: Sequence[dict[str, Any]], model: str, base: str, mine: Mapping[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """For each of ``mine``'s items, ``base``'s record at the same adapter version; ``raw``, which
+    the adapter does not touch, matches any version."""
+    return {
+        r["id"]: r
+        for r in records
+        if r["model"] == model and r["column"] == base and r["id"] in mine
+        and (base == "raw" or r.get("adapter") == mine[r["id"]].get("adapter"))
+    }  # fmt: skip
+
+
 def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str = BASE) -> dict[str, Any] | None:
-    """``column`` against ``base`` for ``model`` on the items both ran: the items gained and lost (all
-    and per category) and the median seconds of each; None where they share no item."""
-    mine = {r["id"]: r for r in records if r["model"] == model and r["column"] == column}
-    theirs = {r["id"]: r for r in records if r["model"] == model and r["column"] == base}
+    """``column`` against ``base`` for ``model`` on the items both ran (at the same adapter version):
+    the items gained and lost (all and per category) and the median seconds of each; None where they
+    share no item."""
+    mine = _newest(records, model, column)
+    theirs = _match(records, model, base, mine)
     both = sorted(mine.keys() & theirs.keys())
     if not both:
         return None
@@ -152,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="where to write (default measurements/policies.json)")
     args = parser.parse_args(argv)
     probes = json.loads(args.out.read_text(encoding="utf-8")).get("probes") if args.out.is_file() else None
-    built = build(latest(read_records(args.records)), probes)
+    built = build(every_version(read_records(args.records)), probes)
     args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for row in built["policies"]:
         where = "joins the default" if row["joins_default"] else "stays out" if row["in_code"] else "not in the code"

@@ -273,6 +273,59 @@ def test_multi_turn_through_the_loop_executes_bfcls_api_classes() -> None:
 MULTI_TURN_ORACLE = 199
 
 
+def test_bfcls_error_data_is_a_failure_and_anything_else_a_result() -> None:
+    assert bfcl_run.failure('{"error": "Stock with symbol \'X\' not found."}') == "Stock with symbol 'X' not found."
+    assert bfcl_run.failure("Error during execution: f() got an unexpected keyword argument 'y'") == (
+        "f() got an unexpected keyword argument 'y'"
+    )
+    for result in ('{"error": "x", "status": "ok"}', '{"symbol": "QUAS"}', '["error"]', "{not json", "error: x"):
+        assert bfcl_run.failure(result) is None, result
+
+
+def _quasar_item() -> Item:
+    return next(i for i in bfcl_data.items("multi_turn_base") if i.id == "multi_turn_base_104")
+
+
+def test_a_failed_bfcl_call_reaches_the_model_as_an_error() -> None:
+    """TradingBot answers an unknown symbol with ``{"error": ...}``: the model reads ``ERROR: ...``
+    and the loop counts it a failed call, so a recovery policy can act on it."""
+    item = _quasar_item()
+    bad = ("get_stock_info", {"symbol": "Quasar Ltd."})
+    brain = ScriptedBrain(Oracle(item, [[bad], []]))
+    record = bfcl_run.run_item(brain, item, "recovery", max_steps=3)
+    fed_back = "\n".join(m["content"] for m in brain.asked[1].messages[-2:])
+    assert "ERROR: Stock with symbol 'Quasar Ltd.' not found." in fed_back
+    assert "Its message names symbol='Quasar Ltd.'" in fed_back  # the recovery note, on a failure
+    assert record["turns"][0]["interventions"]["recovery"] >= 1  # it acted: the call failed
+    assert record["adapter"] == bfcl_run.ADAPTER
+
+
+class Counting(ScriptedBrain):
+    """A scripted brain that counts tokens as a character a token, like a backend with a tokenizer."""
+
+    def count_tokens(self, messages: Sequence[Any]) -> int:
+        return sum(len(m["content"]) for m in messages)
+
+
+def test_a_multi_turn_entry_keeps_its_history_within_the_window_and_cuts_visibly() -> None:
+    """A window too small for the whole entry: the oldest results are cut with a marker, and BFCL's
+    own calls still pass, since each turn's calls do not depend on what was cut."""
+    item = next(i for i in bfcl_data.items("multi_turn_base") if len(i.turns) >= 4 and i.id.endswith("_109"))
+    assert item.answer is not None
+    turn_calls = [[parse_call(c, item.functions) for c in turn] for turn in item.answer]
+    wide = Counting(Oracle(item, turn_calls))
+    roomy = bfcl_run.run_item(wide, item, "plain", max_steps=8, context=100_000)
+    tight = Counting(Oracle(item, turn_calls))
+    record = bfcl_run.run_item(tight, item, "plain", max_steps=8, context=2_000)
+    assert roomy["valid"] and record["valid"]
+    assert sum(t["cuts"] for t in roomy["turns"]) == 0
+    assert record["history_budget"] == {"max_history_tokens": 500}  # a quarter of the window at least
+    assert sum(t["cuts"] for t in record["turns"]) > 0
+    last = tight.asked[-1].messages
+    assert any("cut:" in m["content"] and "to keep the conversation within its window" in m["content"] for m in last)
+    assert tight.count_tokens(last) < wide.count_tokens(wide.asked[-1].messages)
+
+
 def test_raw_scores_a_list_of_calls_and_an_answer() -> None:
     item = bfcl_data.items("parallel")[0]
     calls = oracle_calls(item)
