@@ -1,7 +1,17 @@
-"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) for a model on the tune half.
+"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) for a model on tune data.
 
-    python -m benchmarks.calibrate --model qwen2.5-coder-0.5b    # merged into measurements/calibration.json
-    python -m benchmarks.calibrate --again                       # chosen again from the fits stored there
+    python -m benchmarks.calibrate --bfcl --model qwen2.5-coder-0.5b   # BFCL's tune sample (the catalogue's)
+    python -m benchmarks.calibrate --model qwen2.5-coder-0.5b          # the suite's tune half
+    python -m benchmarks.calibrate --again                             # chosen again from the stored fits
+
+With ``--bfcl``, the first steps are the plain loop's on BFCL's single-turn tune items, read from its
+records (``measurements/bfcl/<model>/plain.jsonl``, made by ``python -m benchmarks.bfcl --sample tune
+--columns plain``): the items where no offered function fits are the irrelevance categories', and the
+result also says what the floor would do to BFCL's own verdicts, item by item (an irrelevance item
+the plain loop called on becomes right; any other item it had right becomes wrong). A BFCL result
+replaces the suite's for the catalogue: the floor is the one of the data nobody here wrote.
+
+Without it:
 
 Each task of the tune half runs its first step through the plain loop (``policies="plain"``: nothing
 turns a call into an answer), and its fit is measured as the policy measures it,
@@ -25,6 +35,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import bfcl_data
+from benchmarks.bfcl_report import RECORDS, latest, read_records, slug
 from benchmarks.common import MEASUREMENTS, write
 from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, run_task, tools_for
 from benchmarks.tasks import WORKSPACE
@@ -32,6 +44,8 @@ from shapeloop import Brain, UsageError
 from shapeloop.policies.fit_floor import task_fit
 
 MAX_COST = 0.02  # the issue's bar: at most two points on the tasks that need a tool
+BFCL_ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
+BFCL_SPLIT = "bfcl-tune"
 KEPT = ("task", "kind", "first_step", "fit")  # what a measured record keeps for the choice
 
 
@@ -58,6 +72,42 @@ def measure(brain: Brain, tasks: Sequence[AnyTask], progress: Progress | None = 
         if progress:
             progress.step(task.name)
     return records
+
+
+def bfcl_measure(brain: Brain, model: str, records_folder: Path = RECORDS, *,
+                 show: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Each single-turn tune item the plain loop has a record of: its first step there, BFCL's verdict,
+    and its fit, measured as the policy measures it (the item's last user message, its functions)."""
+    scores = getattr(brain, "continuation_logprobs", None)
+    if not brain.capabilities.logprobs or scores is None:
+        raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
+                         "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
+    plain = {r["id"]: r for r in latest(read_records(records_folder / slug(model)))
+             if r["column"] == "plain" and r["model"] == model}  # fmt: skip
+    wanted = {c: set(ids) for c, ids in bfcl_data.sample("tune").items() if c != "multi_turn_base"}
+    chosen = [i for c, ids in wanted.items() for i in bfcl_data.items(c) if i.index in ids and i.id in plain]
+    if not chosen:
+        raise UsageError(f"no plain-loop records of BFCL's tune items for {model} in {records_folder}: run "
+                         f"python -m benchmarks.bfcl --sample tune --columns plain --model {model} first")  # fmt: skip
+    measured = []
+    progress = Progress(len(chosen), label=f"fits {model}") if show else None
+    for item in chosen:
+        task = item.turns[0][-1]["content"]
+        fit = task_fit(scores, task, [(f["name"], f.get("description", "")) for f in item.functions])
+        record = plain[item.id]
+        measured.append({"task": item.id, "kind": item.category, "fit": fit, "valid": bool(record["valid"]),
+                         "first_step": "tool" if record["stop"] == "called" else "answer"})  # fmt: skip
+        if progress:
+            progress.step(item.id)
+    return measured
+
+
+def verdicts(records: Sequence[dict[str, Any]], floor: float | None) -> dict[str, Any]:
+    """BFCL's verdicts with ``floor`` against the plain loop's: an item turned into an answer is right
+    on irrelevance and wrong elsewhere; the items gained and lost."""
+    gained = [r["task"] for r in records if unfit(r, floor) and r["kind"] in BFCL_ABSTAIN and not r["valid"]]
+    lost = [r["task"] for r in records if unfit(r, floor) and r["kind"] not in BFCL_ABSTAIN and r["valid"]]
+    return {"items": len(records), "gained": gained, "lost": lost, "net": len(gained) - len(lost)}
 
 
 def unfit(record: dict[str, Any], floor: float | None) -> bool:
@@ -107,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--model", action="append", default=[], help="a catalogue model to calibrate (repeatable)")
     parser.add_argument("--again", action="store_true", help="choose again from the fits calibration.json keeps")
+    parser.add_argument("--bfcl", action="store_true", help="on BFCL's tune items (the plain loop's records)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
     args = parser.parse_args(argv)
     if not args.model and not args.again:
@@ -115,8 +166,18 @@ def main(argv: list[str] | None = None) -> None:
     kept: list[dict[str, Any]] = json.loads(earlier.read_text())["results"] if earlier.exists() else []
     results = []
     if args.again:
-        results += [{**r, **calibrate(r["measured"])} for r in kept if r.get("measured")]
-    if args.model:
+        results += [again(r) for r in kept if r.get("measured")]
+    if args.model and args.bfcl:
+        from benchmarks.bfcl import make_brain as bfcl_brain
+
+        for name in args.model:
+            brain = bfcl_brain("llamacpp", name, None, 8192)
+            measured = bfcl_measure(brain, name, show=True)
+            brain.close()
+            results.append(again({"model": name, "split": BFCL_SPLIT, "policies": "plain", "measured": measured,
+                                  "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps), "
+                                  "fits measured by python -m benchmarks.calibrate --bfcl"}))  # fmt: skip
+    elif args.model:
         from benchmarks.__main__ import choose, make_brain
 
         tasks = choose(False, "tune")
@@ -128,10 +189,26 @@ def main(argv: list[str] | None = None) -> None:
                             "measured": measured})  # fmt: skip
     for found in results:
         print(found["model"], "floor", found["floor"], "abstention", found["abstention"], "cost", found["cost"])
-    # a model calibrated again replaces its earlier result; the others stay
-    mine = {r["model"] for r in results}
-    merged = [r for r in kept if r["model"] not in mine] + results
+    # a model calibrated again on the same data replaces its earlier result; the others stay
+    mine = {(r["model"], r.get("split")) for r in results}
+    merged = [r for r in kept if (r["model"], r.get("split")) not in mine] + results
     write("calibration", {"benchmark": "calibration", "results": merged}, args.out)
+
+
+def again(result: dict[str, Any]) -> dict[str, Any]:
+    """A result's floor chosen from its measured fits (BFCL's: with the verdicts it would change)."""
+    if result.get("split") != BFCL_SPLIT:
+        return {**result, **calibrate(result["measured"])}
+    chosen = calibrate(result["measured"], BFCL_ABSTAIN)
+    return {**result, **chosen, "verdicts": verdicts(result["measured"], chosen["floor"])}
+
+
+def catalogue_floors(results: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """The floor the catalogue keeps for each model: BFCL's where the model has one, else the suite's."""
+    floors: dict[str, float | None] = {}
+    for result in sorted(results, key=lambda r: r.get("split") == BFCL_SPLIT):
+        floors[result["model"]] = result.get("floor")
+    return floors
 
 
 if __name__ == "__main__":

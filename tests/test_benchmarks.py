@@ -276,9 +276,46 @@ def test_runs_with_other_policies_do_not_merge(tmp_path: Path) -> None:
 
 
 def test_the_catalogue_fit_floors_are_the_calibrated_ones() -> None:
+    from benchmarks.calibrate import catalogue_floors
+
     from shapeloop import models
 
     calibration = json.loads((ROOT / "measurements" / "calibration.json").read_text())
-    floors = {r["model"]: r.get("floor") for r in calibration["results"]}
+    floors = catalogue_floors(calibration["results"])
     for name, entry in models.CATALOGUE.items():
         assert entry.fit_floor == floors.get(name), name
+
+
+def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floor_changes(tmp_path: Path) -> None:
+    """Fits measured on BFCL's tune items beside the plain loop's records; a floor above every fit
+    turns each first step into an answer: right on irrelevance, wrong elsewhere, item by item."""
+    from benchmarks import bfcl_data
+    from benchmarks.calibrate import BFCL_ABSTAIN, again, bfcl_measure, verdicts
+
+    try:
+        bfcl_data.load()
+    except Exception as exc:  # noqa: BLE001 - no wheel, no BFCL items: said aloud
+        pytest.skip(f"SKIPPED LOUDLY: the pinned bfcl-eval wheel could not be fetched or imported: {exc!r}")
+    tune = bfcl_data.sample("tune")
+    chosen = [i for c in ("live_irrelevance", "parallel") for i in bfcl_data.items(c) if i.index in tune[c][:2]]
+    folder = tmp_path / "qwen2.5-coder-0.5b"
+    folder.mkdir()
+    lines = [{"id": i.id, "category": i.category, "index": i.index, "column": "plain", "model": "qwen2.5-coder-0.5b",
+              "backend": "llamacpp", "valid": n % 2 == 0, "stop": "called" if n % 2 == 0 else "answered"}
+             for n, i in enumerate(chosen)]  # fmt: skip
+    (folder / "plain.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    brain = _Scorer()
+    measured = bfcl_measure(brain, "qwen2.5-coder-0.5b", tmp_path)
+    assert [(r["task"], r["fit"], r["first_step"]) for r in measured] == [
+        (line["id"], 0.0, "tool" if line["valid"] else "answer") for line in lines
+    ]
+    assert brain.scored > 0
+    assert verdicts(measured, None) == {"items": 4, "gained": [], "lost": [], "net": 0}
+    wrong_irrelevance = [r["task"] for r in measured if r["kind"] in BFCL_ABSTAIN and not r["valid"]]
+    right_elsewhere = [r["task"] for r in measured if r["kind"] not in BFCL_ABSTAIN and r["valid"]]
+    assert verdicts(measured, 0.5) == {"items": 4, "gained": wrong_irrelevance, "lost": right_elsewhere, "net": 0}
+    assert wrong_irrelevance and right_elsewhere
+    result = again({"model": "m", "split": "bfcl-tune", "measured": measured})
+    assert result["floor"] is None and result["verdicts"]["net"] == 0  # every fit is alike: no floor pays
+    with pytest.raises(UsageError, match="no plain-loop records"):
+        bfcl_measure(brain, "qwen2.5-coder-1.5b", tmp_path)
