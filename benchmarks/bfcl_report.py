@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import statistics
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,14 +84,17 @@ def summarise(records: Sequence[dict[str, Any]], samples: dict[str, dict[str, se
 
 def _turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Multi-turn rows' turn counts: turns whose state matched the truth's (and doing nothing's),
-    turns whose first call named the truth's function, and the median prompt tokens a step."""
+    turns whose first call named the truth's function, the median prompt tokens a step, and the
+    adapter versions the loop's rows were made with (raw's have none)."""
     checked = [r for r in rows if "turns_state" in r]
     if not checked:
         return {}
-    per_step = sorted(r["prompt_tokens_per_step"] for r in checked if r.get("prompt_tokens_per_step"))
+    per_step = [r["prompt_tokens_per_step"] for r in checked if r.get("prompt_tokens_per_step")]
+    adapters = sorted({r["adapter"] for r in checked if "adapter" in r})
     return {key: sum(r[key] for r in checked)
             for key in ("turns_total", "turns_state", "turns_state_nothing", "turns_first_tool")} | {
-        "median_prompt_tokens_per_step": per_step[len(per_step) // 2] if per_step else None}  # fmt: skip
+        "median_prompt_tokens_per_step": statistics.median(per_step) if per_step else None,
+        **({"adapters": adapters} if adapters else {})}  # fmt: skip
 
 
 def merge(folder: Path = RECORDS) -> Path:
