@@ -40,16 +40,12 @@ from shapeloop import (
 )
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
 from shapeloop.policies import StateLine, resolve
-from shapeloop.prompts import system_prompt
 
 NO_RESULT = "done: the call was made (this function returns no data)"
 ADAPTER = 2
 """The multi-turn adapter's version, in each multi-turn record: 1 passed the whole history and BFCL's
 error data as ordinary results; 2 plays the turns through a Conversation kept within the window and
 raises BFCL's errors as failures. Records of different versions are not compared."""
-TURN_ROOM = 2048
-"""Tokens of the window kept for a turn's own steps (its calls, results and replies), beyond the
-system prompt and the history."""
 _EXECUTION_ERROR = "Error during execution:"
 LOCK = "bfcl"  # one lock key for every tool: calls run one at a time, in the model's order
 RAW_PROMPT = """You can call these functions:
@@ -170,17 +166,6 @@ def failure(result: str) -> str | None:
     return None
 
 
-def history_budget(brain: Brain, tools: Sequence[Tool], system: str | None, context: int) -> dict[str, int]:
-    """The history's budget for a conversation over ``tools`` in a window of ``context`` tokens: what
-    is left after the system prompt (the tools' documentation) and :data:`TURN_ROOM`, at least a
-    quarter of the window. In tokens where the brain counts them, else in characters (three a token)."""
-    prompt = system_prompt(tools, prose=False, extra=system, batch=True)
-    counter = getattr(brain, "count_tokens", None)
-    taken = counter([Message(role="system", content=prompt)]) if callable(counter) else len(prompt) // 3
-    tokens = max(context // 4, context - taken - TURN_ROOM)
-    return {"max_history_tokens": tokens} if callable(counter) else {"max_history_chars": tokens * 3}
-
-
 STATE_LINE = "state-line"
 """A column word for multi-turn items: the loop also shows, at every step, the line this adapter
 writes from BFCL's file system (:func:`state_line`), through :class:`~shapeloop.policies.StateLine`.
@@ -261,18 +246,20 @@ def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[s
 
 def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, context: int) -> dict[str, Any]:
     """A multi-turn item through the loop: each turn one request of a :class:`~shapeloop.Conversation`
-    whose history is kept within ``context`` tokens (:func:`history_budget`); its record."""
+    whose history is kept within the model's window of ``context`` tokens; its record."""
     session = f"shapeloop_live_{uuid.uuid4().hex}"
     made = Made()
     tools = multi_tools(item, made, session)
     system, earlier, _ = _split(item.turns[0])
     if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
         raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
-    budget = history_budget(brain, tools, system, context)
-    conversation = Conversation(brain, tools, max_history_chars=budget.get("max_history_chars"),
-                                max_history_tokens=budget.get("max_history_tokens"), batch=True,
-                                max_steps=max_steps, system=system, on_event=made.on_event,
+    conversation = Conversation(brain, tools, context_window=context, batch=True, max_steps=max_steps,
+                                system=system, on_event=made.on_event,
                                 **loop_options(column, state_line(item, session)))  # fmt: skip
+    budget = {
+        "max_history_tokens": conversation.max_history_tokens,
+        "max_history_chars": conversation.max_history_chars,
+    }
     turns: list[list[list[str]]] = []
     per_turn = []
     started = time.perf_counter()

@@ -214,13 +214,40 @@ def test_a_token_budget_is_counted_by_the_brain() -> None:
         Conversation(ScriptedBrain([]), [], max_history_tokens=400)
 
 
+def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_do_not_take() -> None:
+    from shapeloop.conversation import DEFAULT_TURN_ROOM
+    from shapeloop.prompts import system_prompt
+
+    tools = Folders().tools()
+    brain = CountingBrain([])
+    system = brain.count_tokens([Message(role="system", content=system_prompt(tools, prose=True))])
+    talk = Conversation(brain, tools, policies=(), context_window=8192)
+    assert talk.max_history_tokens == 8192 - system - DEFAULT_TURN_ROOM and talk.max_history_chars is None
+    longer = Conversation(brain, tools, policies=(), context_window=8192, system="x" * 4000)
+    with_system = brain.count_tokens(
+        [Message(role="system", content=system_prompt(tools, prose=True, extra="x" * 4000))]
+    )
+    assert longer.max_history_tokens == 8192 - with_system - DEFAULT_TURN_ROOM  # the caller's instructions take room
+    assert with_system >= system + 1000
+    assert Conversation(brain, tools, context_window=2048).max_history_tokens == 512  # a quarter at least
+    chars = Conversation(ScriptedBrain([]), tools, policies=(), context_window=8192)
+    assert chars.max_history_tokens is None and chars.max_history_chars is not None
+    prompt_chars = len(system_prompt(tools, prose=True))
+    assert chars.max_history_chars == 3 * (8192 - prompt_chars // 3 - DEFAULT_TURN_ROOM)  # three characters a token
+    for bad in ({"context_window": 0}, {"context_window": 4096, "turn_room": -1}):
+        with pytest.raises(ValueError, match="must be"):
+            Conversation(brain, tools, **bad)  # type: ignore[arg-type]
+
+
 def test_options_are_run_agents_and_a_wrong_one_is_named() -> None:
     with pytest.raises(TypeError, match="max_stepz"):
         Conversation(ScriptedBrain([]), [], max_stepz=3)
     with pytest.raises(TypeError, match="history"):
         Conversation(ScriptedBrain([]), [], history=[])
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="only one"):
         Conversation(ScriptedBrain([]), [], max_history_chars=10, max_history_tokens=10)
+    with pytest.raises(ValueError, match="only one"):
+        Conversation(ScriptedBrain([]), [], max_history_tokens=10, context_window=4096)
 
 
 def test_every_option_reaches_each_run() -> None:
@@ -261,7 +288,7 @@ def test_shapeloop_chat_runs_a_conversation_and_shows_each_cut(tmp_path: Path) -
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["you> all y", "you> yes, all y", "you> "]  # input() prompts on stdout
-    assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 256: 512 characters of history
+    assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 256: 192 characters
     again = Conversation.resume(log, ScriptedBrain([answer_step("still y")]), [], policies=())
     assert [t.answer for t in again.turns] == ["all y", "yes, all y"] and "y" * 1500 not in contents(again.history)
 

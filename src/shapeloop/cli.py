@@ -183,13 +183,12 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
-    from shapeloop.conversation import Conversation, TokenCounter
+    from shapeloop.conversation import Conversation
 
-    # half the window for the history: the system prompt, the tools and the new request need the rest
-    counts = isinstance(brain, TokenCounter)
-    budget = {"max_history_tokens": args.ctx // 2} if counts else {"max_history_chars": args.ctx * 2}
+    # the history gets what the window leaves after the system prompt (the tools) and a request's steps
     talk = Conversation(
-        brain, tools, **budget, max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve),
+        brain, tools, context_window=args.ctx, max_steps=args.max_steps, mode=args.mode,
+        approve=_approver(args.approve),
         on_event=ConsoleSink(), transcript_path=args.transcript,
         policies=policies.resolve(args.policies),
     )  # fmt: skip

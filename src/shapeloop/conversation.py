@@ -4,7 +4,9 @@ A :class:`Conversation` holds what :func:`~shapeloop.run_agent` needs for every 
 the tools, the policies and every other option) and the history so far. The tools are the caller's
 own objects, so their state (a current folder, an open ticket) carries from one request to the next.
 
-The history is kept within a budget, in characters or (where the brain counts them) tokens. When it
+The history is kept within a budget, in characters or (where the brain counts them) tokens: given
+as such, or worked out from the model's window (``context_window=``: what the window leaves after
+the system prompt, with the tools' documentation, and room for the request's own steps). When it
 is over, the oldest parts are cut mechanically, in three stages, each leaving a marker that says
 what was cut, so nothing is dropped silently:
 
@@ -33,12 +35,17 @@ from typing import Any, Protocol, runtime_checkable
 from shapeloop.agent import run_agent
 from shapeloop.brain import Brain, Message, Usage
 from shapeloop.extract import extract_step
+from shapeloop.prompts import system_prompt
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch
 from shapeloop.tools import Tool, ToolCall
 
 DEFAULT_HISTORY_CHARS = 16_000
 """The history's budget in characters when none is given (about 4 000 tokens)."""
+DEFAULT_TURN_ROOM = 2048
+"""Tokens of the window a ``context_window`` budget keeps for a request's own steps (its calls,
+results and replies)."""
+_CHARS_A_TOKEN = 3  # for a brain that cannot count: a budget in tokens is kept as this many characters each
 
 _WHY = "to keep the conversation within its window"
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
@@ -101,13 +108,19 @@ class Conversation:
         max_history_chars: the history's budget in characters (the default when no budget is given:
             :data:`DEFAULT_HISTORY_CHARS`).
         max_history_tokens: the budget in tokens instead, counted by the brain's ``count_tokens``.
+        context_window: the model's window in tokens, instead of a budget: the history gets what the
+            window leaves after the system prompt (the tools' documentation and ``system``) and
+            ``turn_room``, at least a quarter of the window; in tokens where the brain counts them,
+            else in characters (three a token).
+        turn_room: the tokens a ``context_window`` budget keeps for a request's own steps.
         transcript_path: a file the conversation's log is appended to after each request (JSON
             Lines, the format :meth:`resume` reads), instead of each run's own transcript.
         **options: the other options of :func:`~shapeloop.run_agent`.
 
     Raises:
         TypeError: an option :func:`~shapeloop.run_agent` does not take.
-        ValueError: a budget below 1, both budgets, or a token budget for a brain that cannot count.
+        ValueError: a budget or window below 1, more than one of them, or a token budget for a
+            brain that cannot count.
     """
 
     def __init__(
@@ -117,24 +130,35 @@ class Conversation:
         *,
         max_history_chars: int | None = None,
         max_history_tokens: int | None = None,
+        context_window: int | None = None,
+        turn_room: int = DEFAULT_TURN_ROOM,
         transcript_path: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> None:
         unknown = sorted(set(options) - (_run_options() - _OWN))
         if unknown:
             raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
-        if max_history_chars is not None and max_history_tokens is not None:
-            raise ValueError("give max_history_chars or max_history_tokens, not both")
-        for name, value in (("max_history_chars", max_history_chars), ("max_history_tokens", max_history_tokens)):
+        given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
+                 "context_window": context_window}  # fmt: skip
+        if sum(value is not None for value in given.values()) > 1:
+            raise ValueError("give only one of max_history_chars, max_history_tokens and context_window")
+        for name, value in given.items():
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be 1 or more, not {value}")
+        if turn_room < 0:
+            raise ValueError(f"turn_room must be 0 or more, not {turn_room}")
+        self.tools = list(tools)
+        if context_window is not None:
+            counted = isinstance(brain, TokenCounter)
+            tokens = _window_budget(brain, self.tools, options, context_window, turn_room)
+            max_history_tokens = tokens if counted else None
+            max_history_chars = None if counted else tokens * _CHARS_A_TOKEN
         if max_history_tokens is not None and not isinstance(brain, TokenCounter):
             raise ValueError(
                 f"max_history_tokens needs a brain that counts tokens (count_tokens); {type(brain).__name__} "
                 "does not: give max_history_chars instead"
             )
         self.brain = brain
-        self.tools = list(tools)
         self.options = options
         self.max_history_tokens = max_history_tokens
         self.max_history_chars = max_history_chars or (None if max_history_tokens else DEFAULT_HISTORY_CHARS)
@@ -266,6 +290,19 @@ class Conversation:
             assert isinstance(self.brain, TokenCounter)
             return bool(history) and self.brain.count_tokens(history) > self.max_history_tokens
         return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
+
+
+def _window_budget(
+    brain: Brain | Callable[..., Any], tools: Sequence[Tool], options: dict[str, Any], window: int, room: int
+) -> int:
+    """The history's tokens in ``window``: less the system prompt every request's run opens with
+    (counted by the brain, or three characters a token) and ``room``, at least a quarter of it."""
+    prompt = system_prompt(tools, prose=True, extra=options.get("system"), batch=bool(options.get("batch")))
+    if isinstance(brain, TokenCounter):
+        taken = brain.count_tokens([Message(role="system", content=prompt)])
+    else:
+        taken = len(prompt) // _CHARS_A_TOKEN
+    return max(window // 4, window - taken - room)
 
 
 def _cut_results(messages: list[Message]) -> tuple[list[Message], list[str]]:
