@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="tasks in flight at once against a server")
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="run the sweep on Ray workers: a cluster's address, or none for a local Ray")  # fmt: skip
+    parser.add_argument("--ray-cpus", type=int, help="CPUs of the local Ray (default: this machine's)")
     args = parser.parse_args(argv)
 
     names = args.model or (["smollm2-135m"] if args.quick else FULL_MODELS)
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is not None:
         sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, policies=args.policies,
                               tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
-                              raw=not args.no_raw, max_steps=args.max_steps)  # fmt: skip
+                              raw=not args.no_raw, max_steps=args.max_steps, cpus=args.ray_cpus)  # fmt: skip
         records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
         for record in records:
             record["split"] = halves[record["task"]]

@@ -31,8 +31,6 @@ Record = dict[str, Any]
 SuiteRunner = Callable[..., list[Record]]
 RawRunner = Callable[..., list[Record]]
 BY_NAME: dict[str, AnyTask] = {t.name: t for t in [*TASKS, *CALL_TASKS]}
-LOCAL_CPUS = os.cpu_count() or 1
-"""CPUs of the local Ray started when no address is given (the tests start it with 2)."""
 
 
 # ---- --concurrency N: one brain, many runs in flight against its server ----
@@ -96,6 +94,7 @@ class Sweep:
         extras: also prose mode, the flat schema, required fields and repeats.
         raw: also the raw baseline.
         max_steps: steps per task in the loop.
+        cpus: the CPUs of the local Ray started when no address is given (None: this machine's).
     """
 
     names: Sequence[str]
@@ -108,6 +107,7 @@ class Sweep:
     extras: bool
     raw: bool
     max_steps: int = 8
+    cpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def sweep(address: str | None, chosen: Sweep, progress: Progress | None = None,
             ``repeat_steps`` of them (as in a local run).
     """
     ray = _ray()
-    _connect(ray, address)
+    _connect(ray, address, chosen.cpus)
     try:
         items = plan(chosen)
         out = _schedule(ray, chosen, items, progress, repeat_steps)
@@ -204,12 +204,15 @@ def _ray() -> Any:
     return ray
 
 
-def _connect(ray: Any, address: str | None) -> None:
+def _connect(ray: Any, address: str | None, cpus: int | None = None) -> None:
+    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (None: this machine's)."""
     here = Path(__file__).resolve().parent
     # the code travels with the job, so workers on other machines run what this checkout has
     runtime_env = {"py_modules": [str(here), str(Path(shapeloop.__file__).resolve().parent)]}
     if address is None:
-        ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+        ray.init(
+            num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
+        )
     else:
         ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
 

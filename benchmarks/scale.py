@@ -136,8 +136,7 @@ class ScaleWorker:
 
 def measure_ray(tasks: Sequence[AnyTask], cpus: int) -> list[dict[str, Any]]:
     ray = cluster._ray()
-    cluster.LOCAL_CPUS = cpus
-    cluster._connect(ray, None)
+    cluster._connect(ray, None, cpus)
     out = []
     try:
         for concurrency in LEVELS:

@@ -112,16 +112,15 @@ def test_the_sweep_plan_is_models_times_modes_times_tasks_in_a_local_runs_order(
 
 
 def test_a_ray_sweep_of_quick_writes_the_same_json_schema_as_a_local_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     need_ray()
-    monkeypatch.setattr(cluster, "LOCAL_CPUS", 2)
     with serving(hold=1) as server:
         base = ["--quick", "--backend", "openai", "--base-url", server.url, "--model", "fake"]
         main([*base, "--concurrency", "2", "--out", str(tmp_path / "local")])
     with serving(hold=2) as server:  # two workers: their first requests must be in flight together
         base = ["--quick", "--backend", "openai", "--base-url", server.url, "--model", "fake"]
-        main([*base, "--ray", "--out", str(tmp_path / "ray")])
+        main([*base, "--ray", "--ray-cpus", "2", "--out", str(tmp_path / "ray")])
         assert server.most_in_flight == 2
     assert "bench [########################]" in capsys.readouterr().err  # one bar, filled, across the workers
     assert_same_schema(tmp_path / "local", tmp_path / "ray")
@@ -134,13 +133,9 @@ def test_a_ray_sweep_of_quick_writes_the_same_json_schema_as_a_local_run(
 def test_a_ray_sweep_of_quick_on_a_real_model_matches_a_local_runs_schema(tmp_path: Path) -> None:
     need_model("smollm2-135m")
     need_ray()
-    code = (
-        "import sys; from benchmarks import cluster; cluster.LOCAL_CPUS = 2; "
-        "from benchmarks.__main__ import main; main(sys.argv[1:])"
-    )
-    for folder, extra in (("local", []), ("ray", ["--ray"])):
+    for folder, extra in (("local", []), ("ray", ["--ray", "--ray-cpus", "2"])):
         done = subprocess.run(
-            [sys.executable, "-c", code, "--quick", "--out", str(tmp_path / folder), *extra],
+            [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path / folder), *extra],
             cwd=ROOT, capture_output=True, text=True, timeout=1200,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
