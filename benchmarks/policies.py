@@ -6,9 +6,12 @@ and the decision by the rule; writes ``measurements/policies.json`` from the BFC
 
 A policy's column is any column of the records that is not ``raw``, ``plain``, ``default`` or
 ``native`` (``--policies fit-floor`` writes the column ``fit-floor``). Only the tune sample counts
-(the report categories never choose anything), and only items both columns ran with the same
+(the report categories never choose anything), only items both columns ran with the same
 multi-turn adapter (``adapter`` in a record: a column measured before the adapter changed is paired
-with the plain loop's records of its own version). The file's
+with the plain loop's records of its own version), and only items the policy acted on count as
+gained or lost (where it never acted, the run is the plain loop's, and a verdict that differs is
+the backend's noise: the embedded backend evaluates a prompt prefix from its cache in other
+batches, which can flip a greedy choice; those items are listed apart). The file's
 ``probes`` (one-off first-step experiments, written by hand with their scripts' description) are
 kept from the file as it was.
 """
@@ -78,14 +81,19 @@ def _match(
 def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str = BASE) -> dict[str, Any] | None:
     """``column`` against ``base`` for ``model`` on the items both ran (at the same adapter version):
     the items gained and lost (all and per category) and the median seconds of each; None where they
-    share no item."""
+    share no item. Only an item the policy acted on can be gained or lost: one where it never acted
+    and the verdicts still differ is listed apart (``differs_without_acting``), as the backend's noise."""
     mine = _newest(records, model, column)
     theirs = _match(records, model, base, mine)
     both = sorted(mine.keys() & theirs.keys())
     if not both:
         return None
-    gained = [i for i in both if mine[i]["valid"] and not theirs[i]["valid"]]
-    lost = [i for i in both if theirs[i]["valid"] and not mine[i]["valid"]]
+    # where the policy never acted it changed nothing: a verdict that differs there is the backend's
+    # own noise (a prefix evaluated from the prompt cache in other batches can flip a greedy choice)
+    acted = {i for i in both if sum((mine[i].get("interventions") or {}).values()) > 0}
+    differs = [i for i in both if bool(mine[i]["valid"]) != bool(theirs[i]["valid"])]
+    gained = [i for i in differs if i in acted and mine[i]["valid"]]
+    lost = [i for i in differs if i in acted and not mine[i]["valid"]]
     categories: dict[str, dict[str, int]] = {}
     for ident in both:
         row = categories.setdefault(mine[ident]["category"], {"items": 0, "gained": 0, "lost": 0, column: 0, base: 0})
@@ -98,6 +106,7 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
     return {
         "model": model, "column": column, "base": base, "items": len(both),
         "interventions": sum(sum((mine[i].get("interventions") or {}).values()) for i in both),
+        "acted_on": len(acted), "differs_without_acting": [i for i in differs if i not in acted],
         **({"turns": turns} if all(turns.values()) else {}),
         "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
         "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,

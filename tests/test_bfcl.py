@@ -515,7 +515,12 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     assert sorted(row["lost"]) == sorted(f"parallel_{i}" for i in (tune["parallel"][0], tune["parallel"][3]))
     assert row["net"] == 2 and row["by_category"]["parallel"]["lost"] == 2
     assert policies.decide(row, None) == (False, "net +2 on 10 tune items for qwen2.5-coder-0.5b (3 needed)")
-    assert row["interventions"] == 10  # one on each item
+    assert row["interventions"] == 10 and row["acted_on"] == 10  # one on each item
+    assert row["differs_without_acting"] == []
+    quiet = [{**r, "interventions": {}} if r["category"] == "parallel" else r for r in policy]
+    calm = policies.paired(policies.tune_records(plain + quiet), small, "x")
+    assert calm is not None and calm["lost"] == [] and calm["net"] == 4  # the policy never acted on parallel
+    assert sorted(calm["differs_without_acting"]) == sorted(row["lost"])  # the verdicts differ there: noise
     assert policies.decide({**row, "interventions": 0}, None) == (
         False,
         "never acted on its 10 tune items for qwen2.5-coder-0.5b: not judged",
