@@ -90,7 +90,7 @@ def _turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if not checked:
         return {}
     per_step = [r["prompt_tokens_per_step"] for r in checked if r.get("prompt_tokens_per_step")]
-    adapters = sorted({r["adapter"] for r in checked if "adapter" in r})
+    adapters = sorted({r.get("adapter", 1) for r in checked if r["column"] != "raw"})  # version 1 wrote none
     return {key: sum(r[key] for r in checked)
             for key in ("turns_total", "turns_state", "turns_state_nothing", "turns_first_tool")} | {
         "median_prompt_tokens_per_step": statistics.median(per_step) if per_step else None,

@@ -150,9 +150,9 @@ def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
 
 
 def failure(result: str) -> str | None:
-    """The message of a BFCL result that reports a failure, or None: an object whose only key is
-    ``error`` (how BFCL's API classes say a call failed), or the executor's ``Error during execution:``
-    (a call that raised: an unknown argument, a wrong type)."""
+    """The message of a BFCL result that reports a failure, or None: an object with an ``error`` and
+    nothing else but false or null values (how BFCL's API classes say a call failed), or the
+    executor's ``Error during execution:`` (a call that raised: an unknown argument, a wrong type)."""
     if result.startswith(_EXECUTION_ERROR):
         return result[len(_EXECUTION_ERROR) :].strip() or result
     if not result.startswith("{"):
@@ -161,7 +161,10 @@ def failure(result: str) -> str | None:
         data = json.loads(result)
     except ValueError:
         return None
-    if isinstance(data, dict) and list(data) == ["error"]:
+    if not isinstance(data, dict) or not data.get("error"):
+        return None
+    # TravelAPI adds a status beside the error: {"booking_status": false, "error": "Invalid access token"}
+    if all(value in (False, None) for key, value in data.items() if key != "error"):
         return str(data["error"])
     return None
 

@@ -172,8 +172,10 @@ def main(argv: list[str] | None = None) -> None:
 
         for name in args.model:
             brain = bfcl_brain("llamacpp", name, None, 8192)
-            measured = bfcl_measure(brain, name, show=True)
-            brain.close()
+            try:
+                measured = bfcl_measure(brain, name, show=True)
+            finally:
+                brain.close()
             results.append(again({"model": name, "split": BFCL_SPLIT, "policies": "plain", "measured": measured,
                                   "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps), "
                                   "fits measured by python -m benchmarks.calibrate --bfcl"}))  # fmt: skip

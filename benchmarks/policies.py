@@ -90,7 +90,8 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         return None
     # where the policy never acted it changed nothing: a verdict that differs there is the backend's
     # own noise (a prefix evaluated from the prompt cache in other batches can flip a greedy choice)
-    acted = {i for i in both if sum((mine[i].get("interventions") or {}).values()) > 0}
+    # (the plain loop against raw is not a policy: every difference counts)
+    acted = {i for i in both if column == BASE or sum((mine[i].get("interventions") or {}).values()) > 0}
     differs = [i for i in both if bool(mine[i]["valid"]) != bool(theirs[i]["valid"])]
     gained = [i for i in differs if i in acted and mine[i]["valid"]]
     lost = [i for i in differs if i in acted and not mine[i]["valid"]]

@@ -278,7 +278,9 @@ def test_bfcls_error_data_is_a_failure_and_anything_else_a_result() -> None:
     assert bfcl_run.failure("Error during execution: f() got an unexpected keyword argument 'y'") == (
         "f() got an unexpected keyword argument 'y'"
     )
-    for result in ('{"error": "x", "status": "ok"}', '{"symbol": "QUAS"}', '["error"]', "{not json", "error: x"):
+    assert bfcl_run.failure('{"booking_status": false, "error": "Invalid access token"}') == "Invalid access token"
+    for result in ('{"error": "x", "status": "ok"}', '{"symbol": "QUAS"}', '["error"]', "{not json", "error: x",
+                   '{"error": null, "booking_status": true}', '{"error": "", "booking_status": false}'):  # fmt: skip
         assert bfcl_run.failure(result) is None, result
 
 
@@ -316,7 +318,8 @@ def test_a_multi_turn_entry_keeps_its_history_within_the_window_and_cuts_visibly
     wide = Counting(Oracle(item, turn_calls))
     roomy = bfcl_run.run_item(wide, item, "plain", max_steps=8, context=100_000)
     tight = Counting(Oracle(item, turn_calls))
-    record = bfcl_run.run_item(tight, item, "plain", max_steps=8, context=2_000)
+    with pytest.warns(UserWarning, match="may overflow"):  # the functions' documentation alone is over 2 000
+        record = bfcl_run.run_item(tight, item, "plain", max_steps=8, context=2_000)
     assert roomy["valid"] and record["valid"]
     assert sum(t["cuts"] for t in roomy["turns"]) == 0
     assert record["history_budget"] == {"max_history_tokens": 500, "max_history_chars": None}  # a quarter at least
@@ -521,6 +524,9 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     calm = policies.paired(policies.tune_records(plain + quiet), small, "x")
     assert calm is not None and calm["lost"] == [] and calm["net"] == 4  # the policy never acted on parallel
     assert sorted(calm["differs_without_acting"]) == sorted(row["lost"])  # the verdicts differ there: noise
+    raw = [{**r, "column": "raw", "interventions": None} for r in policy]
+    loop = policies.paired(policies.tune_records(plain + raw), small, "plain", base="raw")
+    assert loop is not None and loop["gained"] and loop["lost"]  # the loop against raw: every difference counts
     assert policies.decide({**row, "interventions": 0}, None) == (
         False,
         "never acted on its 10 tune items for qwen2.5-coder-0.5b: not judged",
@@ -597,3 +603,16 @@ def test_the_state_line_column_shows_bfcls_current_folder_at_each_step_and_keeps
     brain = oracle_brain(other)
     bfcl_run.run_item(brain, other, f"plain,{bfcl_run.STATE_LINE}", max_steps=8)
     assert not [m for asked in brain.asked for m in asked.messages if m["content"].startswith("current folder")]
+
+
+def test_the_reports_turn_sums_name_every_adapter_version_a_loop_row_was_made_with() -> None:
+    from benchmarks.bfcl_report import _turns
+
+    row = {"turns_total": 4, "turns_state": 2, "turns_state_nothing": 1, "turns_first_tool": 3,
+           "prompt_tokens_per_step": 100}  # fmt: skip
+    rows = [{**row, "column": "plain"}, {**row, "column": "plain", "adapter": 2, "prompt_tokens_per_step": 300}]
+    summed = _turns(rows)
+    assert (
+        summed["adapters"] == [1, 2] and summed["turns_state"] == 4 and summed["median_prompt_tokens_per_step"] == 200
+    )
+    assert "adapters" not in _turns([{**row, "column": "raw"}])  # raw is not the loop: no adapter

@@ -215,28 +215,49 @@ def test_a_token_budget_is_counted_by_the_brain() -> None:
 
 
 def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_do_not_take() -> None:
+    from pydantic import BaseModel
+
+    from shapeloop.agent import opening_prompt
     from shapeloop.conversation import DEFAULT_TURN_ROOM
-    from shapeloop.prompts import system_prompt
+
+    class Listing(BaseModel):
+        folder: str
+        names: list[str]
 
     tools = Folders().tools()
     brain = CountingBrain([])
-    system = brain.count_tokens([Message(role="system", content=system_prompt(tools, prose=True))])
+
+    def counted(**options: object) -> int:
+        return brain.count_tokens([Message(role="system", content=opening_prompt(tools, **options))])
+
     talk = Conversation(brain, tools, policies=(), context_window=8192)
-    assert talk.max_history_tokens == 8192 - system - DEFAULT_TURN_ROOM and talk.max_history_chars is None
-    longer = Conversation(brain, tools, policies=(), context_window=8192, system="x" * 4000)
-    with_system = brain.count_tokens(
-        [Message(role="system", content=system_prompt(tools, prose=True, extra="x" * 4000))]
-    )
-    assert longer.max_history_tokens == 8192 - with_system - DEFAULT_TURN_ROOM  # the caller's instructions take room
-    assert with_system >= system + 1000
-    assert Conversation(brain, tools, context_window=2048).max_history_tokens == 512  # a quarter at least
+    assert talk.max_history_tokens == 8192 - counted() - DEFAULT_TURN_ROOM and talk.max_history_chars is None
+    # the prompt as the run sends it: the caller's instructions, a typed answer's schema, the tools offered
+    for options in ({"system": "x" * 4000}, {"output_type": Listing}, {"deny_tools": ["cd"]}):
+        other = Conversation(brain, tools, policies=(), context_window=8192, **options)  # type: ignore[arg-type]
+        assert other.max_history_tokens == 8192 - counted(**options) - DEFAULT_TURN_ROOM, options
+        assert counted(**options) != counted(), options
+    sent = CountingBrain([answer_step('{"folder": "/", "names": []}')])
+    typed = Conversation(sent, tools, policies=(), context_window=8192, output_type=Listing)
+    typed.ask("List the folder.")
+    assert sent.asked[0].messages[0]["content"] == opening_prompt(tools, output_type=Listing)
     chars = Conversation(ScriptedBrain([]), tools, policies=(), context_window=8192)
-    assert chars.max_history_tokens is None and chars.max_history_chars is not None
-    prompt_chars = len(system_prompt(tools, prose=True))
+    prompt_chars = len(opening_prompt(tools))
+    assert chars.max_history_tokens is None
     assert chars.max_history_chars == 3 * (8192 - prompt_chars // 3 - DEFAULT_TURN_ROOM)  # three characters a token
-    for bad in ({"context_window": 0}, {"context_window": 4096, "turn_room": -1}):
-        with pytest.raises(ValueError, match="must be"):
+    for bad in ({"context_window": 0}, {"context_window": 4096, "turn_room": -1}, {"turn_room": 100}):
+        with pytest.raises(ValueError, match=r"must be|give context_window"):
             Conversation(brain, tools, **bad)  # type: ignore[arg-type]
+
+
+def test_a_window_the_system_prompt_nearly_fills_keeps_a_quarter_and_says_a_request_may_overflow() -> None:
+    tools = Folders().tools()
+    with pytest.warns(UserWarning, match=r"context_window=2048: the system prompt takes \d+ tokens.*may overflow"):
+        small = Conversation(CountingBrain([]), tools, policies=(), context_window=2048)
+    assert small.max_history_tokens == 512  # a quarter of the window
+    with pytest.warns(UserWarning, match="may overflow"):
+        tiny = Conversation(CountingBrain([]), tools, policies=(), context_window=3)
+    assert tiny.max_history_tokens == 1  # never 0, which would read as no budget
 
 
 def test_options_are_run_agents_and_a_wrong_one_is_named() -> None:

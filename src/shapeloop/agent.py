@@ -127,9 +127,7 @@ def run_agent(
     brain = as_brain(brain)
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
     typed = None if output_type is None else typed_answer(output_type, limits=limits)
-    answer_schema = None if typed is None else typed.schema
-    offer = Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch,
-                  max_reason_chars=max_reason_chars, system=system)  # fmt: skip
+    offer = _offer(offered, typed, flat=flat, batch=batch, max_reason_chars=max_reason_chars, system=system)
     sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
     earlier = [m for m in history or () if m["role"] != "system"]
     run = Loop(
@@ -143,3 +141,30 @@ def run_agent(
     if transcript_path is not None:
         run.transcript = Transcript.streaming(transcript_path)
     return run.execute(opening, transcript_path)
+
+
+def _offer(
+    offered: list[Tool], typed: Any, *, flat: bool, batch: bool, max_reason_chars: int | None, system: str | None
+) -> Offer:
+    answer_schema = None if typed is None else typed.schema
+    return Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch,
+                 max_reason_chars=max_reason_chars, system=system)  # fmt: skip
+
+
+def opening_prompt(
+    tools: Iterable[Tool],
+    *,
+    allow_tools: Iterable[str] | None = None,
+    deny_tools: Iterable[str] | None = None,
+    output_type: Any = None,
+    batch: bool = False,
+    system: str | None = None,
+    limits: Limits | None = None,
+    **_: Any,
+) -> str:
+    """The system prompt a :func:`run_agent` run with these options opens with: the tools it offers,
+    documented, the typed answer's schema and ``system``. Other options of ``run_agent`` are taken
+    and do not change it (in ``mode="native"`` the backend also renders the tools' specs itself)."""
+    offered = list(Toolbox(tools, allow=allow_tools, deny=deny_tools, limits=limits).tools.values())
+    typed = None if output_type is None else typed_answer(output_type, limits=limits)
+    return _offer(offered, typed, flat=False, batch=batch, max_reason_chars=None, system=system).prompt()

@@ -28,14 +28,14 @@ import inspect
 import itertools
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from shapeloop.agent import run_agent
+from shapeloop.agent import opening_prompt, run_agent
 from shapeloop.brain import Brain, Message, Usage
 from shapeloop.extract import extract_step
-from shapeloop.prompts import system_prompt
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch
 from shapeloop.tools import Tool, ToolCall
@@ -147,6 +147,8 @@ class Conversation:
                 raise ValueError(f"{name} must be 1 or more, not {value}")
         if turn_room < 0:
             raise ValueError(f"turn_room must be 0 or more, not {turn_room}")
+        if turn_room != DEFAULT_TURN_ROOM and context_window is None:
+            raise ValueError("turn_room applies to a budget worked out from context_window: give context_window too")
         self.tools = list(tools)
         if context_window is not None:
             counted = isinstance(brain, TokenCounter)
@@ -161,7 +163,8 @@ class Conversation:
         self.brain = brain
         self.options = options
         self.max_history_tokens = max_history_tokens
-        self.max_history_chars = max_history_chars or (None if max_history_tokens else DEFAULT_HISTORY_CHARS)
+        none_given = max_history_chars is None and max_history_tokens is None
+        self.max_history_chars = DEFAULT_HISTORY_CHARS if none_given else max_history_chars
         self.turns: list[Turn] = []
         self.transcript = Transcript() if transcript_path is None else Transcript.streaming(transcript_path)
         self._requests: list[list[Message]] = []  # each request's messages, as the next run reads them
@@ -297,12 +300,21 @@ def _window_budget(
 ) -> int:
     """The history's tokens in ``window``: less the system prompt every request's run opens with
     (counted by the brain, or three characters a token) and ``room``, at least a quarter of it."""
-    prompt = system_prompt(tools, prose=True, extra=options.get("system"), batch=bool(options.get("batch")))
+    prompt = opening_prompt(tools, **options)
     if isinstance(brain, TokenCounter):
         taken = brain.count_tokens([Message(role="system", content=prompt)])
     else:
         taken = len(prompt) // _CHARS_A_TOKEN
-    return max(window // 4, window - taken - room)
+    left = window - taken - room
+    if left < window // 4:
+        warnings.warn(
+            f"context_window={window}: the system prompt takes {taken} tokens and a request's room {room}, "
+            f"leaving {max(left, 0)} for the history; it is kept to a quarter of the window ({window // 4}), "
+            "so a request may overflow: give a larger window, fewer tools or a smaller turn_room",
+            UserWarning,
+            stacklevel=3,
+        )
+    return max(1, window // 4, left)
 
 
 def _cut_results(messages: list[Message]) -> tuple[list[Message], list[str]]:
