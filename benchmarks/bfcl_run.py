@@ -17,6 +17,7 @@ import contextlib
 import json
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -256,12 +257,15 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, con
     system, earlier, _ = _split(item.turns[0])
     if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
         raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
-    conversation = Conversation(brain, tools, context_window=context, batch=True, max_steps=max_steps,
-                                system=system, on_event=made.on_event,
-                                **loop_options(column, state_line(item, session)))  # fmt: skip
+    with warnings.catch_warnings(record=True) as warned:  # a tight window is a fact of the record, not a crash
+        warnings.simplefilter("always", UserWarning)
+        conversation = Conversation(brain, tools, context_window=context, batch=True, max_steps=max_steps,
+                                    system=system, on_event=made.on_event,
+                                    **loop_options(column, state_line(item, session)))  # fmt: skip
     budget = {
         "max_history_tokens": conversation.max_history_tokens,
         "max_history_chars": conversation.max_history_chars,
+        "warning": "; ".join(str(w.message) for w in warned) or None,
     }
     turns: list[list[list[str]]] = []
     per_turn = []

@@ -7,7 +7,7 @@ first step was the right call (name and arguments against the allowed values) or
 fits, an answer.
 
 What help the loop gives is a policies spec (``shapeloop.policies.resolve``: ``plain``, ``default``,
-``default,fit-floor``, ``default,-recovery``), resolved afresh for every run and written in every
+``default,fit-floor``, ``default,-fit-floor``), resolved afresh for every run and written in every
 record with the policies that ran and how often each intervened: a variant of the loop is a preset
 minus or plus a policy, never a patched module.
 """

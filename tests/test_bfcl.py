@@ -290,15 +290,13 @@ def _quasar_item() -> Item:
 
 def test_a_failed_bfcl_call_reaches_the_model_as_an_error() -> None:
     """TradingBot answers an unknown symbol with ``{"error": ...}``: the model reads ``ERROR: ...``
-    and the loop counts it a failed call, so a recovery policy can act on it."""
+    (the loop's words for a failed call), so a policy's ``view.last`` sees a failure there."""
     item = _quasar_item()
     bad = ("get_stock_info", {"symbol": "Quasar Ltd."})
     brain = ScriptedBrain(Oracle(item, [[bad], []]))
-    record = bfcl_run.run_item(brain, item, "recovery", max_steps=3)
+    record = bfcl_run.run_item(brain, item, "plain", max_steps=3)
     fed_back = "\n".join(m["content"] for m in brain.asked[1].messages[-2:])
     assert "ERROR: Stock with symbol 'Quasar Ltd.' not found." in fed_back
-    assert "Its message names symbol='Quasar Ltd.'" in fed_back  # the recovery note, on a failure
-    assert record["turns"][0]["interventions"]["recovery"] >= 1  # it acted: the call failed
     assert record["adapter"] == bfcl_run.ADAPTER
 
 
@@ -318,11 +316,13 @@ def test_a_multi_turn_entry_keeps_its_history_within_the_window_and_cuts_visibly
     wide = Counting(Oracle(item, turn_calls))
     roomy = bfcl_run.run_item(wide, item, "plain", max_steps=8, context=100_000)
     tight = Counting(Oracle(item, turn_calls))
-    with pytest.warns(UserWarning, match="may overflow"):  # the functions' documentation alone is over 2 000
-        record = bfcl_run.run_item(tight, item, "plain", max_steps=8, context=2_000)
+    record = bfcl_run.run_item(tight, item, "plain", max_steps=8, context=2_000)
     assert roomy["valid"] and record["valid"]
     assert sum(t["cuts"] for t in roomy["turns"]) == 0
-    assert record["history_budget"] == {"max_history_tokens": 500, "max_history_chars": None}  # a quarter at least
+    assert roomy["history_budget"]["warning"] is None
+    budget = record["history_budget"]  # the functions' documentation alone is over 2 000: the record says so
+    assert "may overflow" in budget.pop("warning")
+    assert budget == {"max_history_tokens": 500, "max_history_chars": None}  # a quarter at least
     assert sum(t["cuts"] for t in record["turns"]) > 0
     last = tight.asked[-1].messages
     assert any("cut:" in m["content"] and "to keep the conversation within its window" in m["content"] for m in last)
@@ -543,7 +543,7 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     rows = {row["policy"]: row for row in built["policies"]}
     assert rows["x"][small]["net"] == 2 and not rows["x"]["joins_default"]
     # every shipped policy has a row, measured or not
-    assert {"fit-floor", "recovery", "state-line"} <= rows.keys() and rows["recovery"][small] is None
+    assert {"fit-floor", "state-line"} <= rows.keys() and rows["state-line"][small] is None
     assert all(row["in_code"] for row in rows.values() if row["policy"] != "x")
     # a multi-turn column: "plain,state-line" is the state-line row, with the turns summed beside the entries
     turns = {"plain": (5, 1, 2, 900), "plain,state-line": (5, 3, 2, 950)}

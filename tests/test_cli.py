@@ -182,7 +182,11 @@ def test_run_takes_policies_per_run_and_reports_them(
 ) -> None:
     replies = script(tmp_path, answer_step("teal"))
     args = ["run", "t", "--root", str(root), "--script", replies, "--json"]
-    assert main([*args, "--policies", "plain,recovery"]) == 0
-    assert json.loads(capsys.readouterr().out)["policies"] == ["recovery"]
+    assert main([*args, "--policies", "plain,fit-floor"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # a scripted brain has no log-probabilities: the run says it went on without the policy
+    assert report["policies"] == []
+    left_out = [e for e in report["events"] if e.get("policy") == "fit-floor"]
+    assert left_out and left_out[0]["hook"] == "for_run" and "logprobs" in left_out[0]["reason"]
     assert main([*args, "--policies", "plain"]) == 0
     assert json.loads(capsys.readouterr().out)["policies"] == []

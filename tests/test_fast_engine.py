@@ -162,7 +162,7 @@ def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_u
     unfit = task_fit(brain.continuation_logprobs, "Who wrote the novel War and Peace?", offered)
     assert fits is not None and unfit is not None
     # the fitting task scores well above the other; it does not clear qwen 0.5b's floor (-0.99 against
-    # -0.681, measured here), a known miss the docs name
+    # -0.311, measured here), a known miss the docs name
     assert unfit < floor and fits - unfit > 0.5, (unfit, floor, fits)
     run = run_agent(brain, [get_weather], "Who wrote the novel War and Peace?", max_steps=2, policies=[FitFloor()])
     assert not [e for e in run.events if isinstance(e, ToolCalled)] and run.answer, run.reason

@@ -23,7 +23,6 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
-from shapeloop.policies.recovery import Recovery
 from shapeloop.policies.state import StateLine
 
 PLAIN: tuple[Policy, ...] = ()
@@ -40,7 +39,7 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor, "recovery": Recovery})
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor})
 
 
 def available() -> list[str]:
@@ -80,7 +79,6 @@ __all__ = [
     "FitFloor",
     "Objection",
     "Policy",
-    "Recovery",
     "Refusal",
     "RunView",
     "StateLine",
