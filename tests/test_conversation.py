@@ -255,9 +255,9 @@ def test_a_window_the_system_prompt_nearly_fills_keeps_a_quarter_and_says_a_requ
     with pytest.warns(UserWarning, match=r"context_window=2048: the system prompt takes \d+ tokens.*may overflow"):
         small = Conversation(CountingBrain([]), tools, policies=(), context_window=2048)
     assert small.max_history_tokens == 512  # a quarter of the window
-    with pytest.warns(UserWarning, match="may overflow"):
-        tiny = Conversation(CountingBrain([]), tools, policies=(), context_window=3)
-    assert tiny.max_history_tokens == 1  # never 0, which would read as no budget
+    # a window the system prompt alone fills: no request could fit, so it is refused now, not at the model
+    with pytest.raises(ValueError, match=r"context_window=300: the system prompt alone .* takes \d+ tokens"):
+        Conversation(CountingBrain([]), tools, policies=(), context_window=300)
 
 
 def test_options_are_run_agents_and_a_wrong_one_is_named() -> None:
@@ -304,12 +304,12 @@ def test_shapeloop_chat_runs_a_conversation_and_shows_each_cut(tmp_path: Path) -
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
         [sys.executable, "-m", "shapeloop.cli", "chat", "--root", str(tmp_path), "--script", str(script),
-         "--ctx", "256", "--transcript", str(log)],
+         "--ctx", "1200", "--transcript", str(log)],
         input="What is in big.txt?\nAll of it?\n", capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["you> all y", "you> yes, all y", "you> "]  # input() prompts on stdout
-    assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 256: 192 characters
+    assert '[result of read_file({"path": "big.txt"}) cut: 1 ' in done.stderr  # --ctx 1200: a quarter, 900 characters
     again = Conversation.resume(log, ScriptedBrain([answer_step("still y")]), [], policies=())
     assert [t.answer for t in again.turns] == ["all y", "yes, all y"] and "y" * 1500 not in contents(again.history)
 
@@ -349,3 +349,122 @@ def test_policies_serve_each_request_the_state_line_as_the_tools_are_now() -> No
     assert {name for name, _ in seen[0].offered} == {"cd", "ls"}  # shaped for each request anew
     assert {name for name, _ in seen[2].offered} == {"ls", "cat"}
     assert turn.ok and turn.run.policies == ("state-line", "shortlist")
+
+
+def test_a_request_whose_run_raises_stays_in_the_log_and_the_history_with_its_calls(tmp_path: Path) -> None:
+    """A brain that fails mid-request: the call it made has changed the tools' state, so the log and
+    the next request's history say what it did, and the error still reaches the caller."""
+    folders = Folders()
+    path = tmp_path / "log.jsonl"
+    brain = ScriptedBrain([tool_step("cd", folder="docs"), RuntimeError("out of memory"), answer_step("in /docs")])
+    talk = Conversation(brain, folders.tools(), policies=(), transcript_path=path)
+    with pytest.raises(RuntimeError, match="out of memory") as raised:
+        talk.ask("Go to docs, then list it.")
+    assert any(str(path) in note for note in raised.value.__notes__)
+    assert folders.cwd == "/docs"
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    (error,) = [e for e in entries if e["type"] == "error"]
+    assert error["calls"] == ['cd({"folder": "docs"})'] and "out of memory" in error["error"]
+    talk.ask("Where are we?")  # the next request reads what the failed one did
+    seen = contents(brain.asked[-1].messages)
+    assert "Go to docs, then list it." in seen and 'calls it made: cd({"folder": "docs"})' in seen
+    talk.close()
+    again = Conversation.resume(path, ScriptedBrain([]), [], policies=())
+    assert again.history == talk.history and [t.request for t in again.turns] == ["Where are we?"]
+
+
+def test_an_empty_request_is_refused_before_anything_is_cut() -> None:
+    talk = Conversation(ScriptedBrain([answer_step("x" * 400)]), [], policies=(), max_history_chars=100)
+    talk.ask("First?")
+    before = list(talk.transcript.entries)
+    with pytest.raises(ValueError, match="non-empty"):
+        talk.ask("   ")
+    assert talk.transcript.entries == before
+
+
+def test_saving_onto_its_own_log_keeps_the_log_going(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one"), answer_step("two")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.save(path)
+    talk.ask("Second?")
+    talk.close()
+    again = Conversation.resume(path, ScriptedBrain([]), [], policies=())
+    assert [t.request for t in again.turns] == ["First?", "Second?"]
+
+
+def test_a_resume_refuses_to_go_on_in_another_conversations_log(tmp_path: Path) -> None:
+    one, other = tmp_path / "one.jsonl", tmp_path / "other.jsonl"
+    for path in (one, other):
+        talk = Conversation(ScriptedBrain([answer_step("a")]), [], policies=(), transcript_path=path)
+        talk.ask(f"In {path.name}?")
+        talk.close()
+    with pytest.raises(ValueError, match="already holds a log"):
+        Conversation.resume(one, ScriptedBrain([]), [], policies=(), transcript_path=other)
+    fresh = tmp_path / "fresh.jsonl"
+    again = Conversation.resume(one, ScriptedBrain([]), [], policies=(), transcript_path=fresh)
+    again.close()
+    assert fresh.read_text(encoding="utf-8") == one.read_text(encoding="utf-8")
+
+
+def test_a_resume_refuses_a_runs_transcript_and_entries_a_log_does_not_hold(tmp_path: Path) -> None:
+    from shapeloop import run_agent
+
+    run_log = tmp_path / "run.jsonl"
+    run_agent(ScriptedBrain([answer_step("a")]), [], "t", policies=(), transcript_path=run_log)
+    with pytest.raises(ValueError, match="not a conversation's log"):
+        Conversation.resume(run_log, ScriptedBrain([]), [])
+    for bad in ('{"type": "cut", "request": 4, "level": 1, "requests": {"4": []}}', '{"type": "turn"}'):
+        path = tmp_path / "bad.jsonl"
+        path.write_text('{"type": "request", "request": "a"}\n' + bad + "\n", encoding="utf-8")
+        with pytest.raises(ValueError, match="line 2"):
+            Conversation.resume(path, ScriptedBrain([]), [])
+
+
+def test_a_resume_leaves_out_a_last_line_a_crash_cut_off(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one"), answer_step("two")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.ask("Second?")
+    talk.close()
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:-40], encoding="utf-8")  # killed while writing the last entry
+    with pytest.warns(UserWarning, match="last line is cut off"):
+        again = Conversation.resume(path, ScriptedBrain([]), [], policies=())
+    assert [t.request for t in again.turns] == ["First?"]
+    path.write_text(text[:-40] + "\n" + text[-40:], encoding="utf-8")  # a broken line inside is an error
+    with pytest.raises(ValueError, match="not JSON"):
+        Conversation.resume(path, ScriptedBrain([]), [])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"context_window": True},
+        {"context_window": 8192.5},
+        {"context_window": "8192"},
+        {"max_history_chars": float("nan")},
+        {"context_window": 8192, "turn_room": None},
+    ],
+)
+def test_budgets_take_whole_numbers_and_say_which_is_wrong(bad: dict[str, object]) -> None:
+    name = next(key for key, value in bad.items() if not isinstance(value, int) or isinstance(value, bool))
+    with pytest.raises(TypeError, match=f"{name} takes a whole number"):
+        Conversation(CountingBrain([]), [], **bad)  # type: ignore[arg-type]
+
+
+def test_a_token_count_that_is_not_a_whole_number_is_refused_naming_the_brain() -> None:
+    class Odd(ScriptedBrain):
+        def count_tokens(self, messages: Sequence[Message]) -> int:
+            return -5
+
+    with pytest.raises(TypeError, match=r"Odd\.count_tokens returned -5"):
+        Conversation(Odd([]), [], context_window=8192)
+
+
+def test_opening_prompt_names_a_misspelled_option() -> None:
+    from shapeloop.agent import opening_prompt
+
+    with pytest.raises(TypeError, match="sytem"):
+        opening_prompt([], sytem="Be brief.")
+    assert "Be brief." in opening_prompt([], system="Be brief.", max_steps=3)

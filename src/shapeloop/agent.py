@@ -6,6 +6,7 @@ to the loop (:mod:`shapeloop.loop`), which asks, runs and stops.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -160,11 +161,19 @@ def opening_prompt(
     batch: bool = False,
     system: str | None = None,
     limits: Limits | None = None,
-    **_: Any,
+    **options: Any,
 ) -> str:
     """The system prompt a :func:`run_agent` run with these options opens with: the tools it offers,
     documented, the typed answer's schema and ``system``. Other options of ``run_agent`` are taken
-    and do not change it (in ``mode="native"`` the backend also renders the tools' specs itself)."""
+    and do not change it (in ``mode="native"`` the backend also renders the tools' specs itself).
+
+    Raises:
+        TypeError: an option :func:`run_agent` does not take (a misspelled ``system`` would
+            otherwise be left out of the prompt without a word).
+    """
+    unknown = sorted(set(options) - set(inspect.signature(run_agent).parameters))
+    if unknown:
+        raise TypeError(f"opening_prompt got option(s) run_agent does not take: {', '.join(unknown)}")
     offered = list(Toolbox(tools, allow=allow_tools, deny=deny_tools, limits=limits).tools.values())
     typed = None if output_type is None else typed_answer(output_type, limits=limits)
     return _offer(offered, typed, flat=False, batch=batch, max_reason_chars=None, system=system).prompt()

@@ -33,8 +33,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from shapeloop import prompts
 from shapeloop.agent import opening_prompt, run_agent
 from shapeloop.brain import Brain, Message, Usage
+from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch
@@ -140,6 +142,9 @@ class Conversation:
             raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
         given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
                  "context_window": context_window}  # fmt: skip
+        for name, value in {**given, "turn_room": turn_room}.items():
+            if (value is not None or name == "turn_room") and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} takes a whole number, not {value!r}")
         if sum(value is not None for value in given.values()) > 1:
             raise ValueError("give only one of max_history_chars, max_history_tokens and context_window")
         for name, value in given.items():
@@ -167,6 +172,7 @@ class Conversation:
         self.max_history_chars = DEFAULT_HISTORY_CHARS if none_given else max_history_chars
         self.turns: list[Turn] = []
         self.transcript = Transcript() if transcript_path is None else Transcript.streaming(transcript_path)
+        self._stream = transcript_path
         self._requests: list[list[Message]] = []  # each request's messages, as the next run reads them
         self._levels: list[int] = []
         self._own: list[dict[str, Any]] = []  # the entries of the request being replayed
@@ -177,10 +183,27 @@ class Conversation:
         return [message for request in self._requests for message in request]
 
     def ask(self, request: str) -> Turn:
-        """Run one request, continuing the conversation; cut the history first where it is over budget."""
+        """Run one request, continuing the conversation; cut the history first where it is over budget.
+
+        A run that raises (a brain's error, Ctrl-C) still leaves the request in the log and in the
+        history, with the calls it made and the error, so nothing it did is lost; the error is raised.
+
+        Raises:
+            ValueError: an empty request (nothing is cut or recorded).
+        """
+        if not isinstance(request, str) or not request.strip():
+            raise ValueError("a request must be a non-empty string")
         cuts = tuple(self._fit())
         earlier = self.history
-        run = run_agent(self.brain, self.tools, request, history=earlier, **self.options)
+        seen: list[Event] = []
+        hooks = self.options.get("on_event")
+        sinks = [] if hooks is None else [hooks] if callable(hooks) else list(hooks)
+        try:
+            run = run_agent(self.brain, self.tools, request, history=earlier,
+                            **{**self.options, "on_event": [seen.append, *sinks]})  # fmt: skip
+        except BaseException as exc:
+            self._crashed(request, bool(earlier), seen, exc)
+            raise
         messages = [m for m in run.messages if m["role"] != "system"][len(earlier) :]
         turn = Turn(request=request, run=run, calls=_calls(run), cuts=cuts)
         self.transcript.add({"type": "request", "request": request})
@@ -196,8 +219,29 @@ class Conversation:
         self.turns.append(turn)
         return turn
 
+    def _crashed(self, request: str, continued: bool, seen: list[Event], exc: BaseException) -> None:
+        """A request whose run raised: the request, its events and the error in the log; the request
+        and what it did in the history (the tools' state has changed), as a user message."""
+        calls = [str(event.call) for event in seen if isinstance(event, ToolCalled)]
+        done = f"calls it made: {'; '.join(calls)}" if calls else "it made no call"
+        note = f"[this request's run stopped with an error before it answered ({_clip(repr(exc), 200)}); {done}]"
+        messages = [Message(role="user", content=f"{prompts.task_message(request, continued=continued)}\n{note}")]
+        self.transcript.add({"type": "request", "request": request})
+        for event in seen:
+            self.transcript.add_event(event)
+        for message in messages:
+            self.transcript.add_message(message)
+        self.transcript.add({"type": "error", "request": request, "error": repr(exc), "calls": calls})
+        self._requests.append(messages)
+        self._levels.append(_WHOLE)
+        where = f" and in {os.fspath(self._stream)}" if self._stream is not None else ""
+        exc.add_note(f"shapeloop: the conversation keeps this request, its calls and the error in its log{where}")
+
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the conversation's log as JSON Lines (atomically), for :meth:`resume`."""
+        """Write the conversation's log as JSON Lines (atomically), for :meth:`resume`. Saving onto
+        the conversation's own ``transcript_path`` leaves it as it is: it holds every entry already."""
+        if self._stream is not None and _same_file(path, self._stream):
+            return
         Transcript(entries=list(self.transcript.entries)).write(path)
 
     def close(self) -> None:
@@ -213,15 +257,49 @@ class Conversation:
         ``settings`` are the constructor's keyword arguments (budgets and run options); the tools
         are the caller's, in whatever state they are now.
 
+        A last line cut off in the middle (a write interrupted by a crash) is skipped, with a warning.
+        ``transcript_path=`` goes on writing the log: in the file resumed from, or in a new or empty one.
+
         Raises:
-            ValueError: a line of the file that is not a JSON object of the log.
+            ValueError: a line of the file that is not an entry of a conversation's log, a file that
+                is not a conversation's log (a run's transcript), or a ``transcript_path`` that
+                already holds another log.
         """
         target = settings.pop("transcript_path", None)
-        conversation = cls(brain, tools, **settings)
+        if target is not None and not _same_file(target, path) and os.path.exists(target) and os.path.getsize(target):
+            raise ValueError(
+                f"transcript_path={os.fspath(target)!r} already holds a log: give the file you resume from "
+                f"({os.fspath(path)!r}), where the log goes on, or a new or empty file"
+            )
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            conversation = cls(brain, tools, **settings)
+        for warning in warned:
+            warnings.warn_explicit(warning.message, warning.category, *_caller())
         with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    conversation._replay(_entry(line, path, number))
+            lines = handle.read().split("\n")
+        torn = lines[-1]  # a file written whole ends with a newline: a last line without one was cut off
+        for number, line in enumerate(lines[:-1], start=1):
+            if line.strip():
+                entry = _entry(line, path, number)
+                if not conversation.transcript.entries and entry["type"] != "request":
+                    raise ValueError(
+                        f"{os.fspath(path)}: not a conversation's log (it opens with a {entry['type']!r} entry, "
+                        "not a request); a run's transcript continues with run_agent(history=...)"
+                    )
+                try:
+                    conversation._replay(entry)
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"{os.fspath(path)}, line {number}: a {entry['type']!r} entry a conversation's log "
+                        f"does not hold ({exc!r})"
+                    ) from exc
+        if torn.strip():
+            warnings.warn(
+                f"{os.fspath(path)}: its last line is cut off (a write was interrupted?) and is left out",
+                UserWarning,
+                stacklevel=2,
+            )
         if target is not None:  # the log goes on in ``target``: after what it holds, if it is this file
             entries = conversation.transcript.entries
             conversation.transcript = Transcript.streaming(target)
@@ -291,7 +369,7 @@ class Conversation:
         history = self.history
         if self.max_history_tokens is not None:
             assert isinstance(self.brain, TokenCounter)
-            return bool(history) and self.brain.count_tokens(history) > self.max_history_tokens
+            return bool(history) and _counted(self.brain, history) > self.max_history_tokens
         return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
 
 
@@ -302,19 +380,36 @@ def _window_budget(
     (counted by the brain, or three characters a token) and ``room``, at least a quarter of it."""
     prompt = opening_prompt(tools, **options)
     if isinstance(brain, TokenCounter):
-        taken = brain.count_tokens([Message(role="system", content=prompt)])
+        taken = _counted(brain, [Message(role="system", content=prompt)])
     else:
         taken = len(prompt) // _CHARS_A_TOKEN
+    if taken >= window:
+        raise ValueError(
+            f"context_window={window}: the system prompt alone (the tools' documentation and system) takes "
+            f"{taken} tokens, so no request fits: give the model's real window, fewer tools (allow_tools=) "
+            "or a shorter system prompt"
+        )
     left = window - taken - room
-    if left < window // 4:
+    kept = max(1, window // 4)
+    if left < kept:
         warnings.warn(
             f"context_window={window}: the system prompt takes {taken} tokens and a request's room {room}, "
-            f"leaving {max(left, 0)} for the history; it is kept to a quarter of the window ({window // 4}), "
+            f"leaving {max(left, 0)} for the history; it is kept to a quarter of the window ({kept}), "
             "so a request may overflow: give a larger window, fewer tools or a smaller turn_room",
             UserWarning,
             stacklevel=3,
         )
-    return max(1, window // 4, left)
+    return max(kept, left)
+
+
+def _counted(brain: TokenCounter, messages: Sequence[Message]) -> int:
+    """The brain's count of ``messages``' tokens, refused unless it is a whole number, 0 or more."""
+    count = brain.count_tokens(messages)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise TypeError(
+            f"{type(brain).__name__}.count_tokens returned {count!r}: it must return a whole number, 0 or more"
+        )
+    return count
 
 
 def _cut_results(messages: list[Message]) -> tuple[list[Message], list[str]]:
@@ -357,8 +452,6 @@ def _what(before: Message) -> str:
 
 
 def _calls(run: AgentRun[Any]) -> tuple[ToolCall, ...]:
-    from shapeloop.events import ToolCalled
-
     return tuple(event.call for event in run.events if isinstance(event, ToolCalled))
 
 
@@ -406,6 +499,20 @@ def _entry(line: str, path: str | os.PathLike[str], number: int) -> dict[str, An
     if not isinstance(entry, dict) or "type" not in entry:
         raise ValueError(f"{os.fspath(path)}, line {number}: not an entry of a conversation's log (no 'type')")
     return entry
+
+
+def _same_file(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file (both existing), else whether they are one path."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return os.path.abspath(one) == os.path.abspath(other)
+
+
+def _caller() -> tuple[str, int]:
+    """The file and line of the code that called :meth:`Conversation.resume`, for its warnings."""
+    frame = inspect.stack(0)[2]
+    return frame.filename, frame.lineno
 
 
 def _run_options() -> set[str]:
