@@ -37,6 +37,7 @@ from shapeloop import (
     Request,
     Tool,
     ToolFailure,
+    WindowTooSmall,
     run_agent,
 )
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
@@ -257,15 +258,23 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, con
     system, earlier, _ = _split(item.turns[0])
     if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
         raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
+    options = {"batch": True, "max_steps": max_steps, "system": system, "on_event": made.on_event,
+               **loop_options(column, state_line(item, session))}  # fmt: skip
     with warnings.catch_warnings(record=True) as warned:  # a tight window is a fact of the record, not a crash
         warnings.simplefilter("always", UserWarning)
-        conversation = Conversation(brain, tools, context_window=context, batch=True, max_steps=max_steps,
-                                    system=system, on_event=made.on_event,
-                                    **loop_options(column, state_line(item, session)))  # fmt: skip
+        try:
+            conversation = Conversation(brain, tools, context_window=context, **options)
+            said = [str(w.message) for w in warned if issubclass(w.category, UserWarning)]
+        except WindowTooSmall as exc:  # the entry's requests will overflow: the record says so, the run goes on
+            conversation = Conversation(brain, tools, **options)
+            said = [str(exc)]
+    for warning in warned:
+        if not issubclass(warning.category, UserWarning):
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     budget = {
         "max_history_tokens": conversation.max_history_tokens,
         "max_history_chars": conversation.max_history_chars,
-        "warning": "; ".join(str(w.message) for w in warned) or None,
+        "warning": "; ".join(said) or None,
     }
     turns: list[list[list[str]]] = []
     per_turn = []

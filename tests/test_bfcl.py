@@ -325,6 +325,9 @@ def test_a_multi_turn_entry_keeps_its_history_within_the_window_and_cuts_visibly
     budget = record["history_budget"]
     assert "may overflow" in budget.pop("warning")
     assert budget == {"max_history_tokens": 4_000, "max_history_chars": None}
+    # a window the documentation alone fills: the record says so, and the entry is still played
+    small = bfcl_run.run_item(Counting(Oracle(item, turn_calls)), item, "plain", max_steps=8, context=2_000)
+    assert "the system prompt alone" in small["history_budget"]["warning"] and small["valid"]
     assert sum(t["cuts"] for t in record["turns"]) > 0
     last = tight.asked[-1].messages
     assert any("cut:" in m["content"] and "to keep the conversation within its window" in m["content"] for m in last)

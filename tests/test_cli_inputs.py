@@ -116,3 +116,13 @@ def test_model_text_in_stop_reasons_reaches_the_terminal_without_control_charact
     err = capsys.readouterr().err
     assert "shapeloop: stuck: read_file" in err and "owned" in err
     assert "\x1b" not in err and "\x07" not in err
+
+
+def test_chat_says_when_the_window_cannot_hold_the_tools(tmp_path: Path, cache: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([answer_step("one")]))
+    args = ["chat", "--root", str(tmp_path), "--script", str(script), "--ctx", "300"]
+    done = shapeloop(*args, cache=cache, stdin="hi\n")
+    assert done.returncode == 2, done.stderr
+    assert "--ctx 300: the workspace tools' documentation alone takes" in done.stderr
+    assert "Traceback" not in done.stderr

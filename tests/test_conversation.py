@@ -468,3 +468,45 @@ def test_opening_prompt_names_a_misspelled_option() -> None:
     with pytest.raises(TypeError, match="sytem"):
         opening_prompt([], sytem="Be brief.")
     assert "Be brief." in opening_prompt([], system="Be brief.", max_steps=3)
+
+
+def test_a_resume_into_its_own_file_after_a_torn_line_writes_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one"), answer_step("two")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.ask("Second?")
+    talk.close()
+    path.write_text(path.read_text(encoding="utf-8")[:-40], encoding="utf-8")
+    with pytest.warns(UserWarning, match="cut off"):
+        again = Conversation.resume(path, ScriptedBrain([answer_step("three")]), [], policies=(), transcript_path=path)
+    again.ask("Third?")
+    again.close()
+    final = Conversation.resume(path, ScriptedBrain([]), [], policies=())
+    assert [t.request for t in final.turns] == ["First?", "Third?"]
+
+
+def test_a_last_entry_without_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.close()
+    path.write_text(path.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")  # an editor dropped it
+    again = Conversation.resume(path, ScriptedBrain([answer_step("two")]), [], policies=(), transcript_path=path)
+    again.ask("Second?")
+    again.close()
+    assert [t.request for t in Conversation.resume(path, ScriptedBrain([]), []).turns] == ["First?", "Second?"]
+
+
+def test_save_after_a_resume_onto_the_file_it_streams_to_keeps_later_requests(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    talk = Conversation(ScriptedBrain([answer_step("one")]), [], policies=(), transcript_path=path)
+    talk.ask("First?")
+    talk.close()
+    brain = ScriptedBrain([answer_step("two"), answer_step("three")])
+    again = Conversation.resume(path, brain, [], policies=(), transcript_path=path)
+    again.ask("Second?")
+    again.save(path)
+    again.ask("Third?")
+    again.close()
+    turns = Conversation.resume(path, ScriptedBrain([]), []).turns
+    assert [t.request for t in turns] == ["First?", "Second?", "Third?"]

@@ -15,7 +15,7 @@ from shapeloop.brain import (
     ScriptedBrain,
     Usage,
 )
-from shapeloop.conversation import Conversation, Turn
+from shapeloop.conversation import Conversation, Turn, WindowTooSmall
 from shapeloop.doubles import TestBrain
 from shapeloop.errors import (
     BackendError,
@@ -129,6 +129,7 @@ __all__ = [
     "UnknownModel",
     "Usage",
     "UsageError",
+    "WindowTooSmall",
     "Workspace",
     "__version__",
     "choose_mode",

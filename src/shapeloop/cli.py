@@ -183,15 +183,21 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
-    from shapeloop.conversation import Conversation
+    from shapeloop.conversation import Conversation, WindowTooSmall
 
     # the history gets what the window leaves after the system prompt (the tools) and a request's steps
-    talk = Conversation(
-        brain, tools, context_window=args.ctx, max_steps=args.max_steps, mode=args.mode,
-        approve=_approver(args.approve),
-        on_event=ConsoleSink(), transcript_path=args.transcript,
-        policies=policies.resolve(args.policies),
-    )  # fmt: skip
+    try:
+        talk = Conversation(
+            brain, tools, context_window=args.ctx, max_steps=args.max_steps, mode=args.mode,
+            approve=_approver(args.approve),
+            on_event=ConsoleSink(), transcript_path=args.transcript,
+            policies=policies.resolve(args.policies),
+        )  # fmt: skip
+    except WindowTooSmall as exc:
+        raise UsageError(
+            f"--ctx {exc.window}: the workspace tools' documentation alone takes {exc.taken} tokens of it, so no "
+            "request fits: give the model's real window (a larger --ctx)"
+        ) from exc
     model = args.model or models.DEFAULT_MODEL
     _say(f"shapeloop chat: {model} ({args.backend}) in {os.path.abspath(args.root)}. Type a task; Ctrl-D ends.")
     with closing(talk):

@@ -17,9 +17,10 @@ what was cut, so nothing is dropped silently:
    request longer than the budget alone is kept, folded.
 
 Its log (:attr:`Conversation.transcript`) is a :class:`~shapeloop.Transcript`: each request's own
-messages and events as its run recorded them, a ``request`` and a ``turn`` entry around them, and a
-``cut`` entry for each cut; :meth:`Conversation.save` writes it as JSON Lines and
-:meth:`Conversation.resume` reads it back.
+messages and events as its run recorded them, a ``request`` and a ``turn`` entry around them (an
+``error`` entry instead of the ``turn`` where its run raised), and a ``cut`` entry for each cut;
+:meth:`Conversation.save` writes it as JSON Lines and :meth:`Conversation.resume` reads it back.
+With ``transcript_path=`` a request's entries are appended when it ends, or when its run raises.
 """
 
 from __future__ import annotations
@@ -53,6 +54,23 @@ _WHY = "to keep the conversation within its window"
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
 _CALL_CHARS = 120  # how much of a call a marker shows
 _WHOLE, _RESULTS_CUT, _FOLDED, _DROPPED = 0, 1, 2, 3  # how far a request's messages are cut
+
+
+class WindowTooSmall(ValueError):
+    """A ``context_window`` the system prompt alone fills, so that no request fits.
+
+    Attributes:
+        window: the window given, in tokens.
+        taken: the tokens the system prompt takes (the tools' documentation and ``system``).
+    """
+
+    def __init__(self, window: int, taken: int) -> None:
+        self.window, self.taken = window, taken
+        super().__init__(
+            f"context_window={window}: the system prompt alone (the tools' documentation and system) takes "
+            f"{taken} tokens, so no request fits: give the model's real window, fewer tools (allow_tools=) "
+            "or a shorter system prompt"
+        )
 
 
 @runtime_checkable
@@ -120,9 +138,11 @@ class Conversation:
         **options: the other options of :func:`~shapeloop.run_agent`.
 
     Raises:
-        TypeError: an option :func:`~shapeloop.run_agent` does not take.
+        TypeError: an option :func:`~shapeloop.run_agent` does not take, a budget that is not a whole
+            number, or a brain whose ``count_tokens`` does not return one.
         ValueError: a budget or window below 1, more than one of them, or a token budget for a
             brain that cannot count.
+        WindowTooSmall: a ``context_window`` the system prompt alone fills (a ``ValueError``).
     """
 
     def __init__(
@@ -166,6 +186,9 @@ class Conversation:
                 "does not: give max_history_chars instead"
             )
         self.brain = brain
+        hooks = options.get("on_event")
+        if hooks is not None and not callable(hooks):
+            options["on_event"] = list(hooks)  # a generator of hooks would serve only the first request
         self.options = options
         self.max_history_tokens = max_history_tokens
         none_given = max_history_chars is None and max_history_tokens is None
@@ -189,9 +212,12 @@ class Conversation:
         history, with the calls it made and the error, so nothing it did is lost; the error is raised.
 
         Raises:
+            TypeError: a request that is not a string.
             ValueError: an empty request (nothing is cut or recorded).
         """
-        if not isinstance(request, str) or not request.strip():
+        if not isinstance(request, str):
+            raise TypeError(f"a request is a string, not {type(request).__name__}")
+        if not request.strip():
             raise ValueError("a request must be a non-empty string")
         cuts = tuple(self._fit())
         earlier = self.history
@@ -223,7 +249,7 @@ class Conversation:
         """A request whose run raised: the request, its events and the error in the log; the request
         and what it did in the history (the tools' state has changed), as a user message."""
         calls = [str(event.call) for event in seen if isinstance(event, ToolCalled)]
-        done = f"calls it made: {'; '.join(calls)}" if calls else "it made no call"
+        done = f"calls it made: {_clip('; '.join(calls), _CALL_CHARS * 4)}" if calls else "it made no call"
         note = f"[this request's run stopped with an error before it answered ({_clip(repr(exc), 200)}); {done}]"
         messages = [Message(role="user", content=f"{prompts.task_message(request, continued=continued)}\n{note}")]
         self.transcript.add({"type": "request", "request": request})
@@ -278,8 +304,11 @@ class Conversation:
             warnings.warn_explicit(warning.message, warning.category, *_caller())
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().split("\n")
-        torn = lines[-1]  # a file written whole ends with a newline: a last line without one was cut off
-        for number, line in enumerate(lines[:-1], start=1):
+        last = lines.pop()  # a file written whole ends with a newline: a last line without one may be cut off
+        torn = bool(last.strip()) and not _whole_entry(last)
+        if last.strip() and not torn:
+            lines.append(last)
+        for number, line in enumerate(lines, start=1):
             if line.strip():
                 entry = _entry(line, path, number)
                 if not conversation.transcript.entries and entry["type"] != "request":
@@ -294,15 +323,23 @@ class Conversation:
                         f"{os.fspath(path)}, line {number}: a {entry['type']!r} entry a conversation's log "
                         f"does not hold ({exc!r})"
                     ) from exc
-        if torn.strip():
+        if torn:
             warnings.warn(
                 f"{os.fspath(path)}: its last line is cut off (a write was interrupted?) and is left out",
                 UserWarning,
                 stacklevel=2,
             )
         if target is not None:  # the log goes on in ``target``: after what it holds, if it is this file
+            if last and _same_file(target, path):  # the next entry starts a line: after the torn one, over it
+                with open(path, "r+b") as handle:
+                    handle.seek(0, os.SEEK_END)
+                    if torn:
+                        handle.truncate(handle.tell() - len(last.encode("utf-8")))
+                    else:
+                        handle.write(b"\n")
             entries = conversation.transcript.entries
             conversation.transcript = Transcript.streaming(target)
+            conversation._stream = target
             if os.path.samefile(target, path):
                 conversation.transcript.entries.extend(entries)
             else:
@@ -384,11 +421,7 @@ def _window_budget(
     else:
         taken = len(prompt) // _CHARS_A_TOKEN
     if taken >= window:
-        raise ValueError(
-            f"context_window={window}: the system prompt alone (the tools' documentation and system) takes "
-            f"{taken} tokens, so no request fits: give the model's real window, fewer tools (allow_tools=) "
-            "or a shorter system prompt"
-        )
+        raise WindowTooSmall(window, taken)
     left = window - taken - room
     kept = max(1, window // 4)
     if left < kept:
@@ -489,6 +522,13 @@ def _rebuilt_turn(entry: dict[str, Any], own: list[dict[str, Any]]) -> Turn:
     )
     calls = tuple(ToolCall(tool=c["tool"], args=c["args"]) for c in entry.get("calls", ()))
     return Turn(request=entry["request"], run=run, calls=calls, cuts=tuple(entry.get("cuts", ())))
+
+
+def _whole_entry(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def _entry(line: str, path: str | os.PathLike[str], number: int) -> dict[str, Any]:
