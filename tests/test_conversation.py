@@ -510,3 +510,16 @@ def test_save_after_a_resume_onto_the_file_it_streams_to_keeps_later_requests(tm
     again.close()
     turns = Conversation.resume(path, ScriptedBrain([]), []).turns
     assert [t.request for t in turns] == ["First?", "Second?", "Third?"]
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ({"max_steps": 0}, "max_steps and stuck_limit must be at least 1"),
+        ({"mode": "bogus"}, "mode must be one of constrained, prose, native, not 'bogus'"),
+        ({"policies": ["fit-floor"]}, "Policy objects"),
+    ],
+)
+def test_run_options_are_checked_when_the_conversation_is_made(option: dict[str, object], said: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=said):
+        Conversation(ScriptedBrain([]), [], **option)

@@ -112,14 +112,8 @@ def run_agent(
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
     task = escape_surrogates(task)
-    if max_steps < 1 or stuck_limit < 1:
-        raise ValueError("max_steps and stuck_limit must be at least 1")
-    if max_seconds is not None and max_seconds < 0:
-        raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
-    chosen = tuple(DEFAULT if policies is None else policies)
-    for policy in chosen:
-        if not isinstance(policy, Policy):
-            raise TypeError(f"policies takes shapeloop.policies.Policy objects, not {policy!r}: subclass Policy")
+    chosen = check_options(max_steps=max_steps, stuck_limit=stuck_limit, max_seconds=max_seconds, mode=mode,
+                           policies=policies)  # fmt: skip
     toolbox = Toolbox(
         tools, allow=allow_tools, deny=deny_tools, approve=approve, max_result_chars=max_result_chars,
         timeout=tool_timeout, limits=limits,
@@ -150,6 +144,28 @@ def _offer(
     answer_schema = None if typed is None else typed.schema
     return Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch,
                  max_reason_chars=max_reason_chars, system=system)  # fmt: skip
+
+
+def check_options(
+    *, max_steps: int, stuck_limit: int, max_seconds: float | None, mode: str, policies: Sequence[Policy] | None
+) -> tuple[Policy, ...]:
+    """Check the limits, the mode and the policies of a run before it starts; the policies it runs.
+
+    Raises:
+        ValueError: a limit below its least, or a mode that is not one of :class:`~shapeloop.Mode`.
+        TypeError: a policy that is not a :class:`~shapeloop.policies.Policy`.
+    """
+    if max_steps < 1 or stuck_limit < 1:
+        raise ValueError("max_steps and stuck_limit must be at least 1")
+    if max_seconds is not None and max_seconds < 0:
+        raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
+    if mode not in {m.value for m in Mode}:
+        raise ValueError(f"mode must be one of {', '.join(m.value for m in Mode)}, not {mode!r}")
+    chosen = tuple(DEFAULT if policies is None else policies)
+    for policy in chosen:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policies takes shapeloop.policies.Policy objects, not {policy!r}: subclass Policy")
+    return chosen
 
 
 def opening_prompt(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from shapeloop import prompts
-from shapeloop.agent import opening_prompt, run_agent
+from shapeloop.agent import check_options, opening_prompt, run_agent
 from shapeloop.brain import Brain, Message, Usage
 from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
@@ -52,6 +52,7 @@ _CHARS_A_TOKEN = 3  # for a brain that cannot count: a budget in tokens is kept 
 
 _WHY = "to keep the conversation within its window"
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
+_CHECKED = ("max_steps", "stuck_limit", "max_seconds", "mode", "policies")  # checked when it is made
 _CALL_CHARS = 120  # how much of a call a marker shows
 _WHOLE, _RESULTS_CUT, _FOLDED, _DROPPED = 0, 1, 2, 3  # how far a request's messages are cut
 
@@ -160,6 +161,8 @@ class Conversation:
         unknown = sorted(set(options) - (_run_options() - _OWN))
         if unknown:
             raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
+        given_or_default = {**_run_defaults(), **options}
+        check_options(**{name: given_or_default[name] for name in _CHECKED})  # now, not at the first request
         given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
                  "context_window": context_window}  # fmt: skip
         for name, value in {**given, "turn_room": turn_room}.items():
@@ -553,6 +556,11 @@ def _caller() -> tuple[str, int]:
     """The file and line of the code that called :meth:`Conversation.resume`, for its warnings."""
     frame = inspect.stack(0)[2]
     return frame.filename, frame.lineno
+
+
+def _run_defaults() -> dict[str, Any]:
+    parameters = inspect.signature(run_agent).parameters
+    return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
 
 
 def _run_options() -> set[str]:
