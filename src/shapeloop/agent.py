@@ -123,7 +123,7 @@ def run_agent(
     flat = schema == "flat" or brain.capabilities.schema is SchemaSupport.FLAT
     typed = None if output_type is None else typed_answer(output_type, limits=limits)
     offer = _offer(offered, typed, flat=flat, batch=batch, max_reason_chars=max_reason_chars, system=system)
-    sinks = [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
+    sinks = as_sinks(on_event)
     earlier = [m for m in history or () if m["role"] != "system"]
     run = Loop(
         brain=brain, toolbox=toolbox, offer=offer, mode=Mode(mode), max_steps=max_steps, stuck_limit=stuck_limit,
@@ -144,6 +144,11 @@ def _offer(
     answer_schema = None if typed is None else typed.schema
     return Offer(tools=offered, flat=flat, answer_schema=answer_schema, batch=batch,
                  max_reason_chars=max_reason_chars, system=system)  # fmt: skip
+
+
+def as_sinks(on_event: Sink | Iterable[Sink] | None) -> list[Sink]:
+    """``on_event`` as a list of hooks: none, one callable, or any iterable of them (read once)."""
+    return [] if on_event is None else [on_event] if callable(on_event) else list(on_event)
 
 
 def check_options(

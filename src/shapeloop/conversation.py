@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from shapeloop import prompts
-from shapeloop.agent import check_options, opening_prompt, run_agent
+from shapeloop.agent import as_sinks, check_options, opening_prompt, run_agent
 from shapeloop.brain import Brain, Message, Usage
 from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
@@ -189,9 +189,7 @@ class Conversation:
                 "does not: give max_history_chars instead"
             )
         self.brain = brain
-        hooks = options.get("on_event")
-        if hooks is not None and not callable(hooks):
-            options["on_event"] = list(hooks)  # a generator of hooks would serve only the first request
+        self._sinks = as_sinks(options.pop("on_event", None))  # a generator of hooks, read once, serves every request
         self.options = options
         self.max_history_tokens = max_history_tokens
         none_given = max_history_chars is None and max_history_tokens is None
@@ -225,11 +223,9 @@ class Conversation:
         cuts = tuple(self._fit())
         earlier = self.history
         seen: list[Event] = []
-        hooks = self.options.get("on_event")
-        sinks = [] if hooks is None else [hooks] if callable(hooks) else list(hooks)
         try:
-            run = run_agent(self.brain, self.tools, request, history=earlier,
-                            **{**self.options, "on_event": [seen.append, *sinks]})  # fmt: skip
+            run = run_agent(self.brain, self.tools, request, history=earlier, on_event=[seen.append, *self._sinks],
+                            **self.options)  # fmt: skip
         except BaseException as exc:
             self._crashed(request, bool(earlier), seen, exc)
             raise
@@ -343,7 +339,7 @@ class Conversation:
             entries = conversation.transcript.entries
             conversation.transcript = Transcript.streaming(target)
             conversation._stream = target
-            if os.path.samefile(target, path):
+            if _same_file(target, path):
                 conversation.transcript.entries.extend(entries)
             else:
                 for entry in entries:
