@@ -64,6 +64,7 @@ class Made:
 
     calls: list[tuple[int, Call]] = field(default_factory=list)
     step: int = 0
+    gaps: list[float | None] = field(default_factory=list)  # each reply's lean to calling, where measured
 
     def on_event(self, event: Event) -> None:
         """Note the step in progress (a sink for ``run_agent``)."""
@@ -102,7 +103,12 @@ class FirstCalls(BaseBrain):
     def ask(self, request: Request) -> Reply:
         if self.made.calls:
             raise Scored("the first step that reached a tool has been made: the item is scored on it")
-        return self.brain.ask(request)
+        reply = self.brain.ask(request)
+        # the embedded backend measures how far the model leans to calling where it chooses (its
+        # logits: calling minus answering); the answer bias is calibrated on the first step's
+        stats = getattr(self.brain, "last_stats", None)
+        self.made.gaps.append(stats.get("decision_gap") if isinstance(stats, dict) else None)
+        return reply
 
 
 def native_name(name: str) -> str:
@@ -243,6 +249,7 @@ def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[s
     run = run_agent(FirstCalls(brain, made), tools, task, batch=True, max_steps=max_steps, system=system,
                     history=history or None, on_event=made.on_event, **loop_options(column))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
+    facts["decision_gap"] = made.gaps[0] if made.gaps else None
     if made.calls:  # the run ended on Scored (or on its last step): it called, as raw's "called"
         facts.update(stop="called", steps=made.calls[-1][0])
     calls = [call for _, call in made.calls]

@@ -1,8 +1,16 @@
-"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) for a model on tune data.
+"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) and the AnswerBias policy's
+bias (``shapeloop.policies.answer_bias``) for a model on tune data.
 
     python -m benchmarks.calibrate --bfcl --model qwen2.5-coder-0.5b   # BFCL's tune sample (the catalogue's)
     python -m benchmarks.calibrate --model qwen2.5-coder-0.5b          # the suite's tune half
     python -m benchmarks.calibrate --again                             # chosen again from the stored fits
+    python -m benchmarks.calibrate --bias --model qwen2.5-coder-0.5b   # the answer bias, from BFCL's records
+
+With ``--bias``, the measure is the plain loop's first step on BFCL's single-turn tune items: how far
+it leaned to calling where it chose between a call and an answer (its ``decision_gap``, in logits,
+which the embedded backend records). A bias ``b`` turns every first step whose gap is below ``b`` into
+an answer, so the same rule as the floor's picks it (the "floor" of the result is the bias), read off
+the records without loading a model.
 
 With ``--bfcl``, the first steps are the plain loop's on BFCL's single-turn tune items, read from its
 records (``measurements/bfcl/<model>/plain.jsonl``, made by ``python -m benchmarks.bfcl --sample tune
@@ -102,21 +110,43 @@ def bfcl_measure(brain: Brain, model: str, records_folder: Path = RECORDS, *,
     return measured
 
 
-def verdicts(records: Sequence[dict[str, Any]], floor: float | None) -> dict[str, Any]:
+def bias_measure(model: str, records_folder: Path = RECORDS) -> list[dict[str, Any]]:
+    """Each single-turn tune item the plain loop has a record of, with how far its first step leaned
+    to calling (``decision_gap``: the calling logit minus the answering one, where the embedded
+    backend chose): no model is loaded, the gaps are in the records."""
+    plain = {r["id"]: r for r in latest(read_records(records_folder / slug(model)))
+             if r["column"] == "plain" and r["model"] == model}  # fmt: skip
+    wanted = {c: set(ids) for c, ids in bfcl_data.sample("tune").items() if c != "multi_turn_base"}
+    chosen = [i for c, ids in wanted.items() for i in bfcl_data.items(c) if i.index in ids and i.id in plain]
+    measured = [{"task": i.id, "kind": i.category, "gap": plain[i.id].get("decision_gap"),
+                 "valid": bool(plain[i.id]["valid"]),
+                 "first_step": "tool" if plain[i.id]["stop"] == "called" else "answer"} for i in chosen]  # fmt: skip
+    if not any(r["gap"] is not None for r in measured):
+        raise UsageError(f"no plain-loop record of BFCL's tune items for {model} in {records_folder} measured its "
+                         "decision gap: run python -m benchmarks.bfcl --sample tune --columns plain --model "
+                         f"{model} on the embedded backend first")  # fmt: skip
+    return measured
+
+
+def verdicts(records: Sequence[dict[str, Any]], floor: float | None, key: str = "fit") -> dict[str, Any]:
     """BFCL's verdicts with ``floor`` against the plain loop's: an item turned into an answer is right
     on irrelevance and wrong elsewhere; the items gained and lost."""
-    gained = [r["task"] for r in records if unfit(r, floor) and r["kind"] in BFCL_ABSTAIN and not r["valid"]]
-    lost = [r["task"] for r in records if unfit(r, floor) and r["kind"] not in BFCL_ABSTAIN and r["valid"]]
+    gained = [r["task"] for r in records if unfit(r, floor, key) and r["kind"] in BFCL_ABSTAIN and not r["valid"]]
+    lost = [r["task"] for r in records if unfit(r, floor, key) and r["kind"] not in BFCL_ABSTAIN and r["valid"]]
     return {"items": len(records), "gained": gained, "lost": lost, "net": len(gained) - len(lost)}
 
 
-def unfit(record: dict[str, Any], floor: float | None) -> bool:
-    fit = record.get("fit")
-    return floor is not None and fit is not None and fit < floor
+def unfit(record: dict[str, Any], floor: float | None, key: str = "fit") -> bool:
+    """Whether the record's measure (``key``: its fit, or its lean to calling) is below ``floor``."""
+    value = record.get(key)
+    return floor is not None and value is not None and value < floor
 
 
 def outcomes(
-    records: Sequence[dict[str, Any]], floor: float | None, abstain_kinds: Collection[str] = ABSTAIN_KINDS
+    records: Sequence[dict[str, Any]],
+    floor: float | None,
+    abstain_kinds: Collection[str] = ABSTAIN_KINDS,
+    key: str = "fit",
 ) -> dict[str, Any]:
     """How the first steps of these records would go with ``floor``: the share of tasks where no tool
     fits that answer, and the tasks that need a tool whose call becomes an answer."""
@@ -124,7 +154,7 @@ def outcomes(
     needs_tool = [r for r in records if r["kind"] not in abstain_kinds and r["kind"] != "escape"]
 
     def answers(r: dict[str, Any]) -> bool:
-        return r["first_step"] == "answer" or unfit(r, floor)
+        return r["first_step"] == "answer" or unfit(r, floor, key)
 
     lost = [r["task"] for r in needs_tool if r["first_step"] == "tool" and answers(r)]
     return {
@@ -136,20 +166,23 @@ def outcomes(
     }
 
 
-def floors(records: Sequence[dict[str, Any]]) -> list[float | None]:
-    """No floor, and a floor halfway between each two neighbouring fits."""
-    fits = sorted({r["fit"] for r in records if r.get("fit") is not None})
+def floors(records: Sequence[dict[str, Any]], key: str = "fit") -> list[float | None]:
+    """No floor, and a floor halfway between each two neighbouring values of ``key``."""
+    fits = sorted({r[key] for r in records if r.get(key) is not None})
     return [None, *(round((low + high) / 2, 3) for low, high in itertools.pairwise(fits))]
 
 
-def calibrate(records: Sequence[dict[str, Any]], abstain_kinds: Collection[str] = ABSTAIN_KINDS) -> dict[str, Any]:
-    """The floor that abstains most within ``MAX_COST`` (the lowest of those that abstain as much)."""
-    table = [outcomes(records, floor, abstain_kinds) for floor in floors(records)]
+def calibrate(
+    records: Sequence[dict[str, Any]], abstain_kinds: Collection[str] = ABSTAIN_KINDS, key: str = "fit"
+) -> dict[str, Any]:
+    """The floor that abstains most within ``MAX_COST`` (the lowest of those that abstain as much);
+    ``key`` names the measure it is a floor of (``fit``; ``gap`` for the answer bias)."""
+    table = [outcomes(records, floor, abstain_kinds, key) for floor in floors(records, key)]
     kept = [row for row in table if row["cost"] <= MAX_COST]
     chosen = max(kept, key=lambda row: (row["abstention"], -(row["floor"] if row["floor"] is not None else -1e9)))
     return {"floor": chosen["floor"], "max_cost": MAX_COST, "abstention": chosen["abstention"],
             "cost": chosen["cost"], "table": [row for row in table if row["cost"] <= 2 * MAX_COST],
-            "records": len(records), "with_fit": sum(r.get("fit") is not None for r in records)}  # fmt: skip
+            "records": len(records), f"with_{key}": sum(r.get(key) is not None for r in records)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -158,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", action="append", default=[], help="a catalogue model to calibrate (repeatable)")
     parser.add_argument("--again", action="store_true", help="choose again from the fits calibration.json keeps")
     parser.add_argument("--bfcl", action="store_true", help="on BFCL's tune items (the plain loop's records)")
+    parser.add_argument("--bias", action="store_true", help="the answer bias, from the plain loop's BFCL records")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
     args = parser.parse_args(argv)
     if not args.model and not args.again:
@@ -167,7 +201,13 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     if args.again:
         results += [again(r) for r in kept if r.get("measured")]
-    if args.model and args.bfcl:
+    if args.model and args.bias:
+        for name in args.model:
+            results.append(again({"model": name, "split": BFCL_SPLIT, "calibrates": "answer_bias",
+                                  "policies": "plain", "measured": bias_measure(name),
+                                  "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps and their "
+                                  "decision gaps)"}))  # fmt: skip
+    elif args.model and args.bfcl:
         from benchmarks.bfcl import make_brain as bfcl_brain
 
         for name in args.model:
@@ -190,10 +230,11 @@ def main(argv: list[str] | None = None) -> None:
             results.append({"model": name, "split": "tune", "policies": "plain", **calibrate(measured),
                             "measured": measured})  # fmt: skip
     for found in results:
-        print(found["model"], "floor", found["floor"], "abstention", found["abstention"], "cost", found["cost"])
+        print(found["model"], _calibrates(found), found["floor"], "abstention", found["abstention"],
+              "cost", found["cost"])  # fmt: skip
     # a model calibrated again on the same data replaces its earlier result; the others stay
-    mine = {(r["model"], r.get("split")) for r in results}
-    merged = [r for r in kept if (r["model"], r.get("split")) not in mine] + results
+    mine = {(r["model"], r.get("split"), _calibrates(r)) for r in results}
+    merged = [r for r in kept if (r["model"], r.get("split"), _calibrates(r)) not in mine] + results
     write("calibration", {"benchmark": "calibration", "results": merged}, args.out)
 
 
@@ -201,15 +242,23 @@ def again(result: dict[str, Any]) -> dict[str, Any]:
     """A result's floor chosen from its measured fits (BFCL's: with the verdicts it would change)."""
     if result.get("split") != BFCL_SPLIT:
         return {**result, **calibrate(result["measured"])}
-    chosen = calibrate(result["measured"], BFCL_ABSTAIN)
-    return {**result, **chosen, "verdicts": verdicts(result["measured"], chosen["floor"])}
+    key = "gap" if _calibrates(result) == "answer_bias" else "fit"
+    chosen = calibrate(result["measured"], BFCL_ABSTAIN, key)
+    return {**result, **chosen, "verdicts": verdicts(result["measured"], chosen["floor"], key)}
 
 
-def catalogue_floors(results: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """The floor the catalogue keeps for each model: BFCL's where the model has one, else the suite's."""
+def _calibrates(result: dict[str, Any]) -> str:
+    """What a result calibrates: ``fit_floor`` (the results before the answer bias say nothing) or ``answer_bias``."""
+    return str(result.get("calibrates", "fit_floor"))
+
+
+def catalogue_floors(results: Sequence[dict[str, Any]], calibrates: str = "fit_floor") -> dict[str, float | None]:
+    """The value the catalogue keeps for each model (``fit_floor`` or ``answer_bias``): BFCL's where the
+    model has one, else the suite's."""
     floors: dict[str, float | None] = {}
     for result in sorted(results, key=lambda r: r.get("split") == BFCL_SPLIT):
-        floors[result["model"]] = result.get("floor")
+        if _calibrates(result) == calibrates:
+            floors[result["model"]] = result.get("floor")
     return floors
 
 

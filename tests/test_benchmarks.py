@@ -195,7 +195,10 @@ class _Scorer(ScriptedBrain):
     is 0) and, once the run has a result, answers; before, it reads colour.txt."""
 
     def __init__(self, floor: float = 0.5) -> None:
-        super().__init__(self._reply, capabilities=Capabilities(logprobs=True, calibration=(("fit_floor", floor),)))
+        calibration = (("fit_floor", floor), ("answer_bias", 1.0))
+        super().__init__(
+            self._reply, capabilities=Capabilities(logprobs=True, decision_bias=True, calibration=calibration)
+        )
         self.scored = 0
 
     def _reply(self, request: Request) -> str:

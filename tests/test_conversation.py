@@ -124,6 +124,36 @@ def test_a_tight_budget_folds_then_drops_old_requests_and_says_so_every_time() -
         assert marker.endswith("to keep the conversation within its window]")
 
 
+def test_a_finished_request_stays_in_the_history_as_its_results_and_its_answer_in_words() -> None:
+    brain = ScriptedBrain([tool_step("cd", folder="docs"), answer_step("We are in docs."), answer_step("ok")])
+    talk = Conversation(brain, Folders().tools(), policies=(), max_history_chars=5000)
+    talk.ask("Go to docs.")
+    talk.ask("Where are we?")
+    first = talk.history[:4]
+    # the answer as words, not as a step the next request could copy; the result without the
+    # instruction that was for its own request's next step
+    assert first[-1] == {"role": "assistant", "content": "We are in docs."}
+    assert first[2]["role"] == "user" and first[2]["content"].startswith("Result of cd(")
+    assert "action" not in first[2]["content"] and "answer" not in first[2]["content"]
+    asked = contents(brain.asked[2].messages[1:])  # after the system prompt, which shows both shapes
+    assert '"action": "answer"' not in asked and "We are in docs." in asked
+    # the log keeps what the model read then
+    logged = [e["content"] for e in talk.transcript.entries if e["type"] == "message" and e["role"] == "assistant"]
+    assert '"answer": "We are in docs."' in logged[1]
+
+
+def test_a_batch_request_is_settled_the_same_way() -> None:
+    calls = json.dumps({"calls": [{"name": "cd", "arguments": {"folder": "docs"}}]})
+    brain = ScriptedBrain([calls, json.dumps({"answer": "In docs."}), json.dumps({"answer": "ok"})])
+    talk = Conversation(brain, Folders().tools(), policies=(), batch=True, max_history_chars=5000)
+    talk.ask("Go to docs.")
+    talk.ask("Where are we?")
+    assert talk.history[1]["content"] == calls, "the calls stay as the model made them"
+    assert talk.history[2]["content"].startswith("Results of 1 call") and "now in /docs" in talk.history[2]["content"]
+    assert "The task:" not in talk.history[2]["content"] and '"answer"' not in talk.history[2]["content"]
+    assert talk.history[3] == {"role": "assistant", "content": "In docs."}
+
+
 def test_the_latest_request_is_folded_but_never_dropped() -> None:
     brain = ScriptedBrain([tool_step("ls"), answer_step("z" * 300), answer_step("ok")])
     talk = Conversation(brain, Folders().tools(), policies=(), max_history_chars=10)
@@ -154,7 +184,8 @@ def test_a_saved_conversation_resumes_with_its_history_turns_and_cuts(tmp_path: 
     assert again.turns[1].run.stop is StopReason.ANSWERED and again.turns[1].run.steps == 2
     turn = again.ask("Where are we?")
     cut = [m.split(")")[0] for m in turn.cuts]
-    assert cut == ['[result of cd({"folder": "docs"}', '[result of cat({"name": "big.txt"}']
+    # cd's short result (its step instruction settled away) is shorter than a marker: it stays
+    assert cut == ['[result of cat({"name": "big.txt"}']
     assert BIG not in contents(later.asked[0].messages) and "Go to docs." in contents(later.asked[0].messages)
     # the resumed log holds the saved one, then the new cut and request
     assert again.transcript.entries[: len(lines)] == lines

@@ -119,23 +119,28 @@ def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) 
     assert reply.engine == "llama.cpp-grammar"
 
 
-def test_the_answer_bias_moves_the_choice_between_a_tool_and_the_answer_and_the_gap_is_measured() -> None:
+def test_the_answer_bias_policy_moves_the_choice_between_calling_and_answering_in_either_step_shape() -> None:
     need_model("qwen2.5-coder-0.5b", fast=True)
     from shapeloop.backends.llamacpp import LlamaCppBrain
+    from shapeloop.policies import AnswerBias
 
     tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
-    firsts, laters = {}, {}
-    for bias in (-50.0, 50.0):
-        brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048, answer_bias=bias)
-        run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1)
-        firsts[bias] = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))["action"]
-        assert isinstance(brain.last_stats["decision_gap"], float)
-        # once a result has come back the bias is off: both brains make the same choice
-        later = Request(messages=run.messages, schema=step_schema(tools), results=1)
-        laters[bias] = json.loads(brain.ask(later).text)["action"]
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    assert brain.capabilities.decision_bias
+    chosen: dict[tuple[bool, float], str] = {}
+    try:
+        for batch in (False, True):
+            for bias in (-50.0, 50.0):
+                run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1, batch=batch,
+                                policies=[AnswerBias(bias=bias)])  # fmt: skip
+                step = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))
+                calls = "calls" in step if batch else step["action"] == "tool"
+                chosen[batch, bias] = "call" if calls else "answer"
+                # the choice was measured where it was made: a step's action, a batch step's first key
+                assert isinstance(brain.last_stats["decision_gap"], float), (batch, brain.last_stats)
+    finally:
         brain.close()
-    assert firsts == {-50.0: "tool", 50.0: "answer"}
-    assert laters[-50.0] == laters[50.0]
+    assert chosen == {(False, -50.0): "call", (False, 50.0): "answer", (True, -50.0): "call", (True, 50.0): "answer"}
 
 
 def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_unfit_one_is_answered() -> None:
@@ -171,6 +176,25 @@ def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_u
     run = run_agent(brain, [get_weather], "Is it raining in Bergen right now?", max_steps=3, policies=())
     assert [e.call.tool for e in run.events if isinstance(e, ToolCalled)][:1] == ["get_weather"]
     brain.close()
+
+
+def test_a_text_longer_than_a_batch_is_scored_whole_in_its_own_context() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    try:
+        counting = "one two three four five six seven eight nine ten. " * 60  # about 660 tokens: two batches
+        assert len(brain.llama.llm.tokenize(counting.encode())) > brain.llama.llm.n_batch
+        scores = brain.continuation_logprobs(counting, " one two three four five")
+        # it was cut to nothing (and the fit's reverse term read 0) when the prefix passed a batch; now
+        # every token is scored, at its place after the whole prefix: the model continues the count
+        assert len(scores) == len(brain.llama.llm.tokenize(b" one two three four five", add_bos=False))
+        assert sum(scores) / len(scores) > -1.0, scores
+        odd = brain.continuation_logprobs(counting, " purple elephants sing")
+        assert sum(odd) / len(odd) < sum(scores) / len(scores) - 2.0, (odd, scores)
+    finally:
+        brain.close()
 
 
 @tool

@@ -40,7 +40,7 @@ from shapeloop.brain import Brain, Message, Usage
 from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
-from shapeloop.step import Batch
+from shapeloop.step import Batch, Step
 from shapeloop.tools import Tool, ToolCall
 
 DEFAULT_HISTORY_CHARS = 16_000
@@ -229,7 +229,7 @@ class Conversation:
         except BaseException as exc:
             self._crashed(request, bool(earlier), seen, exc)
             raise
-        messages = [m for m in run.messages if m["role"] != "system"][len(earlier) :]
+        messages = _settled([m for m in run.messages if m["role"] != "system"][len(earlier) :])
         turn = Turn(request=request, run=run, calls=_calls(run), cuts=cuts)
         self.transcript.add({"type": "request", "request": request})
         skip = len(earlier) + 1  # the system prompt and the history open every run's transcript
@@ -360,6 +360,8 @@ class Conversation:
             self._requests[-1].append(Message(role=entry["role"], content=entry["content"]))
         elif kind == "turn":
             self.turns.append(_rebuilt_turn(entry, self._own[1:]))
+            if self._requests:
+                self._requests[-1] = _settled(self._requests[-1])
         if kind in ("message", "event") and self._requests:
             self._own.append(entry)
         self.transcript.add(entry)
@@ -442,6 +444,22 @@ def _counted(brain: TokenCounter, messages: Sequence[Message]) -> int:
             f"{type(brain).__name__}.count_tokens returned {count!r}: it must return a whole number, 0 or more"
         )
     return count
+
+
+def _settled(messages: list[Message]) -> list[Message]:
+    """A finished request's messages as the history keeps them: each result without the step
+    instruction that followed it, and a closing answer step as the answer's own words. Measured on
+    BFCL's multi-turn tune entries: with every earlier request ending in ``{"answer": ...}``,
+    qwen2.5-coder-0.5b answered a new request without a call, often with an earlier answer word for
+    word; the log keeps the messages as they were."""
+    kept = [Message(role=m["role"], content=prompts.settled(m["content"])) if m["role"] == "user" and i else m
+            for i, m in enumerate(messages)]  # fmt: skip
+    if len(kept) > 1 and kept[-1]["role"] == "assistant":
+        step = extract_step(kept[-1]["content"], batch=True).step
+        if isinstance(step, Step) and step.action == "answer":
+            words = step.answer if isinstance(step.answer, str) else json.dumps(step.answer, ensure_ascii=False)
+            kept[-1] = Message(role="assistant", content=words)
+    return kept
 
 
 def _cut_results(messages: list[Message]) -> tuple[list[Message], list[str]]:

@@ -163,6 +163,15 @@ def batch_feedback(
     return "\n\n".join(parts)
 
 
+def settled(text: str) -> str:
+    """A results message as a conversation's history keeps it once its request is done: the step
+    instruction after the results (it was for that request's next step: "reply with ... now")
+    taken off, so a later request does not read it, nor the answer shape it shows, as its own."""
+    ends = [text.rfind("\n\n" + instruction) for instruction in (_NEXT_BATCH, _NEXT, _FAILED, _REFUSED)]
+    end = max(ends)
+    return text if end < 0 else text[:end]
+
+
 def batch_off_feedback() -> str:
     """After a batch of calls in a run that takes one call a step."""
     return 'This run takes one call a step: reply with action "tool" and one call, or with action "answer".'

@@ -20,7 +20,9 @@ import numpy as np
 from shapeloop.backends._llama import LlamaModel
 
 ENGINE = "llguidance"
-DECISION_CUE = '"action": "'  # the step's action is chosen right after this
+DECISION_CUES = ('"action": "', '{"')  # a step's action value, a batch step's first key: call or answer
+CALLING = ('tool"', 'calls"')  # what the model writes there to call (a step's action, a batch step's key)
+ANSWERING = 'answer"'
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +33,7 @@ class Generated:
     finished: bool  # the grammar completed (False: the token limit cut it)
     decode_calls: int  # llama.cpp decode calls after the prompt
     forced: int  # tokens taken from the grammar without sampling
-    decision_gap: float | None = None  # at the step's action: best "tool" logit minus best "answer" logit
+    decision_gap: float | None = None  # where the step chooses: best calling logit minus best answering logit
 
 
 class FastDecoder:
@@ -88,9 +90,10 @@ class FastDecoder:
         """Generate from the evaluated prompt until the grammar completes or ``max_tokens``.
 
         Args:
-            answer_bias: added to the logits of ``answer`` where the step's action is chosen between
-                ``tool`` and ``answer``, so a model that leans a little towards calling a tool answers
-                instead (the margin is calibrated on the benchmark's tune half).
+            answer_bias: added to the logits of answering where the step chooses between a call and
+                an answer (a step's ``action``, a batch step's first key), so a model that leans a
+                little towards calling answers instead; 0 leaves the choice to the model. The choice's
+                gap (calling minus answering, before the bias) is measured either way.
         """
         out: list[int] = []
         calls = forced = 0
@@ -103,14 +106,14 @@ class FastDecoder:
                 out += ff
                 forced += len(ff)
             else:
-                decide = gap is None and tail.endswith(DECISION_CUE)
+                decide = gap is None and tail.endswith(DECISION_CUES)
                 token, found = self._choose(matcher, temperature, rng, answer_bias if decide else None)
                 gap = found if found is not None else gap
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
                 ff = [token]
-            tail = (tail + self.model.detokenize(ff))[-len(DECISION_CUE) - 8 :]
+            tail = (tail + self.model.detokenize(ff))[-len(DECISION_CUES[0]) - 8 :]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
             self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
@@ -135,15 +138,18 @@ class FastDecoder:
         return int(rng.choice(self.n_vocab, p=probs)), gap
 
     def _decide(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any], answer_bias: float) -> float | None:
-        """At the action's value: measure the lean towards ``tool``, and shift ``answer`` by the bias (in place)."""
-        groups: dict[str, list[int]] = {"tool": [], "answer": []}
+        """Where the step chooses between a call and an answer: measure the lean towards calling, and
+        shift answering by the bias (in place). None where the allowed tokens are not that choice."""
+        calling: list[int] = []
+        answering: list[int] = []
         for token in np.flatnonzero(allowed)[:64]:
             text = self.model.detokenize([int(token)])
-            for word, ids in groups.items():
-                if text and f'{word}"'.startswith(text):
-                    ids.append(int(token))
-        if not groups["tool"] or not groups["answer"]:
+            if text and any(word.startswith(text) for word in CALLING):
+                calling.append(int(token))
+            elif text and ANSWERING.startswith(text):
+                answering.append(int(token))
+        if not calling or not answering:
             return None
-        gap = float(logits[groups["tool"]].max() - logits[groups["answer"]].max())
-        logits[groups["answer"]] += answer_bias
+        gap = float(logits[calling].max() - logits[answering].max())
+        logits[answering] += answer_bias
         return gap

@@ -21,6 +21,10 @@ from shapeloop.errors import BackendUnavailable
 
 PINNED_VERSION = "0.3.36"
 
+SCORING_WINDOW = 2048
+"""Tokens of the context that scores text (``continuation_logprobs``): a prefix and continuation
+longer than this are cut at its end."""
+
 INSTALL_HINT = (
     "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
 )
@@ -43,6 +47,7 @@ class LlamaModel:
     def __init__(self, llm: Any, chat_template: str | None = None) -> None:
         self.llm = llm
         self._formatter = _chat_formatter(llm, chat_template)
+        self._scoring: tuple[Any, Any] | None = None  # a second context for scoring text, made on first use
 
     @classmethod
     def load(cls, path: Path, *, n_ctx: int, n_threads: int | None, seed: int,
@@ -67,7 +72,11 @@ class LlamaModel:
         return cls(llm, chat_template)
 
     def close(self) -> None:
-        """Free the model and its context (a second close does nothing)."""
+        """Free the model and its contexts (a second close does nothing)."""
+        if self._scoring is not None:
+            for part in self._scoring:
+                part.close()
+            self._scoring = None
         self.llm.close()
 
     def render(self, messages: Sequence[Message]) -> tuple[Any, list[int]]:
@@ -132,29 +141,51 @@ class LlamaModel:
 
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
         """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
-        template), from one batch with logits at every position. The context's cache is cleared:
-        the next request evaluates its prompt afresh (private)."""
+        template), evaluated in batches of ``n_batch`` with logits only where a continuation token is
+        predicted: a prefix longer than a batch is evaluated whole, not cut. It runs in a second
+        context on the same weights (:data:`SCORING_WINDOW` tokens; text beyond it is left out), so
+        the prompt the main context holds stays cached for the next step (private)."""
+        context, batch = self._scorer()
         before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
         after = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
-        tokens = (before + after)[: self.llm.n_batch]
+        tokens = (before + after)[: context.n_ctx()]
         after = after[: len(tokens) - len(before)]
         if not after or not before:
             return []
-        self.reset()
-        self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        batch = self.llm._batch
-        batch.set_batch(batch=tokens, n_past=0, logits_all=True)
-        for position in range(len(before) - 1):
-            batch.batch.logits[position] = False  # logits only where a continuation token is predicted
-        self.llm._ctx.decode(batch)
-        outputs = len(tokens) - len(before) + 1
-        rows = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(outputs, self.n_vocab)).astype(np.float64)
-        self.reset()
-        self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        scores = rows[:-1]
+        first = len(before) - 1  # the position whose logits predict the continuation's first token
+        size, rows = context.params.n_batch, []
+        context.kv_cache_seq_rm(-1, 0, -1)
+        try:
+            for start in range(0, len(tokens) - 1, size):  # the last token predicts nothing scored
+                chunk = tokens[start : min(start + size, len(tokens) - 1)]
+                batch.set_batch(batch=chunk, n_past=start, logits_all=False)
+                wanted = [start + i >= first for i in range(len(chunk))]
+                for i, flag in enumerate(wanted):
+                    batch.batch.logits[i] = flag
+                context.decode(batch)
+                if any(wanted):
+                    raw = np.ctypeslib.as_array(context.get_logits(), shape=(sum(wanted), self.n_vocab))
+                    rows.append(raw.astype(np.float32))
+        finally:
+            context.kv_cache_seq_rm(-1, 0, -1)
+        scores = np.concatenate(rows)
         top = scores.max(axis=1, keepdims=True)
         normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
         return [float(scores[i, token] - normal[i]) for i, token in enumerate(after)]
+
+    def _scorer(self) -> tuple[Any, Any]:
+        """The scoring context and its batch: the main context's settings, a smaller window."""
+        if self._scoring is None:
+            import llama_cpp
+            from llama_cpp import _internals
+
+            params = llama_cpp.llama_context_params.from_buffer_copy(self.llm.context_params)
+            params.n_ctx = min(SCORING_WINDOW, self.llm.n_ctx())
+            params.n_batch = params.n_ubatch = min(self.llm.n_batch, params.n_ctx)
+            context = _internals.LlamaContext(model=self.llm._model, params=params, verbose=False)
+            batch = _internals.LlamaBatch(n_tokens=params.n_batch, embd=0, n_seq_max=1, verbose=False)
+            self._scoring = (context, batch)
+        return self._scoring
 
     def logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
         """A copy of the logits of the last evaluated token (private)."""

@@ -7,6 +7,7 @@ template, and the prompt cache is reused across steps, so each step evaluates on
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from shapeloop.backends._common import ErrorTable, mapped_errors
 from shapeloop.backends._fast import ENGINE, FastDecoder
 from shapeloop.backends._llama import LlamaModel
 from shapeloop.brain import BaseBrain, Capabilities, Constraint, Finish, Message, Reply, Request, Usage
+from shapeloop.deprecation import warn_no_effect
 from shapeloop.errors import BackendError, BackendUnavailable, ContextOverflow, SchemaRefused
 from shapeloop.step import bounded, fallback_schemas
 
@@ -54,12 +56,14 @@ class LlamaCppBrain(BaseBrain):
         chat_template: a Jinja chat template to use instead of the model's own; a base model with
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
-        answer_bias: added to the logit of ``answer`` where a constrained step chooses between
-            calling a tool and answering (fast path only), at a task's first step; 0 by default.
+        answer_bias: deprecated, no effect: the answer bias is a per-run policy now
+            (``policies=[AnswerBias(bias)]``); it will be removed.
 
-    The brain scores text (``Capabilities.logprobs``: :meth:`continuation_logprobs`), and declares
-    the fit floor calibrated for a catalogue model (``Capabilities.calibration``), which the
-    :class:`~shapeloop.policies.FitFloor` policy reads.
+    The brain scores text (``Capabilities.logprobs``: :meth:`continuation_logprobs`), shifts a step's
+    choice between calling and answering (``Capabilities.decision_bias``, with the fast engine), and
+    declares the fit floor and answer bias calibrated for a catalogue model
+    (``Capabilities.calibration``), which :class:`~shapeloop.policies.FitFloor` and
+    :class:`~shapeloop.policies.AnswerBias` read.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -80,8 +84,10 @@ class LlamaCppBrain(BaseBrain):
         engine: Literal["auto", "llguidance", "llama.cpp"] = "auto",
         chat_template: str | None = None,
         llama: LlamaModel | None = None,
-        answer_bias: float = 0.0,
+        answer_bias: float | None = None,
     ) -> None:
+        warn_no_effect("the answer bias is a per-run policy now: run_agent(..., policies=[AnswerBias(bias)])",
+                       stacklevel=2, prefix="LlamaCppBrain(", answer_bias=answer_bias)  # fmt: skip
         self.name = os.fspath(model)
         if llama is None:
             models.check_name(model)  # an unknown name is refused before llama.cpp is needed
@@ -93,10 +99,12 @@ class LlamaCppBrain(BaseBrain):
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
-        self.answer_bias = answer_bias
         entry = models.CATALOGUE.get(os.fspath(model))
-        floor = () if entry is None or entry.fit_floor is None else (("fit_floor", entry.fit_floor),)
-        self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=floor)
+        calibrated = {} if entry is None else {"fit_floor": entry.fit_floor, "answer_bias": entry.answer_bias}
+        floor = tuple((name, value) for name, value in calibrated.items() if value is not None)
+        # the fast engine shifts the choice between calling and answering (Request.answer_bias)
+        leans = engine != "llama.cpp" and importlib.util.find_spec("llguidance") is not None
+        self.capabilities = Capabilities(exclusive=True, logprobs=True, decision_bias=leans, calibration=floor)
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed
@@ -128,8 +136,7 @@ class LlamaCppBrain(BaseBrain):
             fast = self._fast_matcher(schema)
             if fast is not None:
                 matcher, applied = fast
-                bias = 0.0 if request.results else self.answer_bias
-                reply = self._ask_fast(tokens, matcher, budget, bias)
+                reply = self._ask_fast(tokens, matcher, budget, request.answer_bias)
                 return replace(reply, applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
@@ -189,7 +196,7 @@ class LlamaCppBrain(BaseBrain):
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
         """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
         template). A prefix the policies use for every task ("A tool:") keeps its scores across
-        tasks. It clears the prompt cache: the next step evaluates its prompt afresh."""
+        tasks. It runs in a context of its own, so the prompt cache is kept for the next step."""
         kept = prefix in ("A user's request:", "A tool:")
         if kept and (prefix, continuation) in self._bases:
             return self._bases[prefix, continuation]

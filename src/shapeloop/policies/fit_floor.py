@@ -15,8 +15,10 @@ the best tool's forward plus reverse score; below the floor, the first step may 
 numbers the model computes, not words, so it works in any language the model reads.
 
 Cost: 3N+1 extra evaluations for N tools at a task's first step (the base scores are kept across
-tasks by the backend), and on the embedded backend each clears the prompt cache. Measured on BFCL's
-tune sample (``measurements/policies.json``). The floor is the model's own scale: the catalogue keeps
+tasks by the backend), each as long as the task and a tool's summary: on a long request with many
+tools this costs more than the step itself. The embedded backend scores in a context of its own, so
+the step's prompt cache is kept. Measured on BFCL's tune sample (``measurements/policies.json``).
+The floor is the model's own scale: the catalogue keeps
 one per model (``Capabilities.calibration``, ``fit_floor``), fitted on BFCL's single-turn tune sample
 for the Qwen models (``python -m benchmarks.calibrate --bfcl``) and on the project's suite for the
 others; a model without one gets no floor unless ``floor=`` is given, and the run says so in an event.
