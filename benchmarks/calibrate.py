@@ -1,16 +1,18 @@
-"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) and the AnswerBias policy's
-bias (``shapeloop.policies.answer_bias``) for a model on tune data.
+"""Calibrate the FitFloor policy's floor (``shapeloop.policies.fit_floor``) for a model on tune data, and
+measure what a lean to answering (a bias on the step's choice, which the library no longer has)
+would do.
 
     python -m benchmarks.calibrate --bfcl --model qwen2.5-coder-0.5b   # BFCL's tune sample (the catalogue's)
     python -m benchmarks.calibrate --model qwen2.5-coder-0.5b          # the suite's tune half
     python -m benchmarks.calibrate --again                             # chosen again from the stored fits
-    python -m benchmarks.calibrate --bias --model qwen2.5-coder-0.5b   # the answer bias, from BFCL's records
+    python -m benchmarks.calibrate --bias --model qwen2.5-coder-0.5b   # a lean to answering, from BFCL's records
 
 With ``--bias``, the measure is the plain loop's first step on BFCL's single-turn tune items: how far
 it leaned to calling where it chose between a call and an answer (its ``decision_gap``, in logits,
-which the embedded backend records). A bias ``b`` turns every first step whose gap is below ``b`` into
-an answer, so the same rule as the floor's picks it (the "floor" of the result is the bias), read off
-the records without loading a model.
+which the embedded backend records). A bias ``b`` added to answering turns every first step whose
+gap is below ``b`` into an answer (greedy decoding: the rest of the step is unchanged), so the same
+rule as the floor's picks it (the "floor" of the result is the bias), read off the records without
+loading a model. This is the evidence that the backend's old ``answer_bias`` lost at every bias.
 
 With ``--bfcl``, the first steps are the plain loop's on BFCL's single-turn tune items, read from its
 records (``measurements/bfcl/<model>/plain.jsonl``, made by ``python -m benchmarks.bfcl --sample tune
@@ -191,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", action="append", default=[], help="a catalogue model to calibrate (repeatable)")
     parser.add_argument("--again", action="store_true", help="choose again from the fits calibration.json keeps")
     parser.add_argument("--bfcl", action="store_true", help="on BFCL's tune items (the plain loop's records)")
-    parser.add_argument("--bias", action="store_true", help="the answer bias, from the plain loop's BFCL records")
+    parser.add_argument("--bias", action="store_true", help="a lean to answering, from the plain loop's BFCL records")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
     args = parser.parse_args(argv)
     if not args.model and not args.again:

@@ -195,10 +195,7 @@ class _Scorer(ScriptedBrain):
     is 0) and, once the run has a result, answers; before, it reads colour.txt."""
 
     def __init__(self, floor: float = 0.5) -> None:
-        calibration = (("fit_floor", floor), ("answer_bias", 1.0))
-        super().__init__(
-            self._reply, capabilities=Capabilities(logprobs=True, decision_bias=True, calibration=calibration)
-        )
+        super().__init__(self._reply, capabilities=Capabilities(logprobs=True, calibration=(("fit_floor", floor),)))
         self.scored = 0
 
     def _reply(self, request: Request) -> str:
@@ -322,3 +319,35 @@ def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floo
     assert result["floor"] is None and result["verdicts"]["net"] == 0  # every fit is alike: no floor pays
     with pytest.raises(UsageError, match="no plain-loop records"):
         bfcl_measure(brain, "qwen2.5-coder-1.5b", tmp_path)
+
+
+def test_a_lean_to_answering_is_read_off_the_plain_loops_decision_gaps(tmp_path: Path) -> None:
+    """A bias above a first step's gap turns it into an answer: the bias that pays is chosen by the
+    floor's rule from the records alone; records that measured no gap are refused."""
+    from benchmarks import bfcl_data
+    from benchmarks.calibrate import again, bias_measure
+
+    try:
+        bfcl_data.load()
+    except Exception as exc:  # noqa: BLE001 - no wheel, no BFCL items: said aloud
+        pytest.skip(f"SKIPPED LOUDLY: the pinned bfcl-eval wheel could not be fetched or imported: {exc!r}")
+    tune = bfcl_data.sample("tune")
+    chosen = [i for c in ("live_irrelevance", "parallel") for i in bfcl_data.items(c) if i.index in tune[c][:2]]
+    folder = tmp_path / "qwen2.5-coder-0.5b"
+    folder.mkdir()
+    # irrelevance items called (wrong) with small gaps; parallel items called right with large ones
+    gaps = {"live_irrelevance": [0.5, 1.0], "parallel": [3.0, 4.0]}
+    lines = [{"id": i.id, "category": i.category, "index": i.index, "column": "plain", "model": "qwen2.5-coder-0.5b",
+              "backend": "llamacpp", "valid": i.category == "parallel", "stop": "called",
+              "decision_gap": gaps[i.category][n % 2]} for n, i in enumerate(chosen)]  # fmt: skip
+    (folder / "plain.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    measured = bias_measure("qwen2.5-coder-0.5b", tmp_path)
+    assert sorted(r["gap"] for r in measured) == [0.5, 1.0, 3.0, 4.0]
+    result = again({"model": "m", "split": "bfcl-tune", "calibrates": "answer_bias", "measured": measured})
+    assert result["floor"] == 2.0, "halfway between the gaps either side: both irrelevance items answer, no call lost"
+    assert result["verdicts"]["net"] == 2 and result["verdicts"]["lost"] == []
+    for line in lines:
+        line["decision_gap"] = None
+    (folder / "plain.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(UsageError, match="measured its decision gap"):
+        bias_measure("qwen2.5-coder-0.5b", tmp_path)

@@ -158,7 +158,7 @@ def test_an_unknown_model_is_refused_before_llama_cpp_is_needed() -> None:
         LlamaCppBrain("gpt-17")
 
 
-def test_the_old_answer_bias_option_warns_and_the_bias_travels_in_the_request_instead() -> None:
-    with pytest.warns(DeprecationWarning, match=r"LlamaCppBrain\(answer_bias=\.\.\.\) has no effect.*AnswerBias"):
-        brain(FakeLlama("{}"), answer_bias=2.0)
-    assert not brain(FakeLlama("{}")).capabilities.decision_bias, "llama.cpp's grammar cannot shift the choice"
+def test_the_old_answer_bias_option_warns_and_does_nothing() -> None:
+    with pytest.warns(DeprecationWarning, match=r"LlamaCppBrain\(answer_bias=\.\.\.\) has no effect and will be"):
+        made = brain(FakeLlama("{}"), answer_bias=2.0)
+    assert not hasattr(made, "answer_bias") and "answer_bias" not in dict(made.capabilities.calibration)

@@ -119,28 +119,22 @@ def test_the_fast_path_drives_the_loop_and_says_which_engine_ran(tmp_path: Any) 
     assert reply.engine == "llama.cpp-grammar"
 
 
-def test_the_answer_bias_policy_moves_the_choice_between_calling_and_answering_in_either_step_shape() -> None:
+def test_the_choice_between_calling_and_answering_is_measured_in_either_step_shape() -> None:
     need_model("qwen2.5-coder-0.5b", fast=True)
     from shapeloop.backends.llamacpp import LlamaCppBrain
-    from shapeloop.policies import AnswerBias
 
     tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
     brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
-    assert brain.capabilities.decision_bias
-    chosen: dict[tuple[bool, float], str] = {}
     try:
         for batch in (False, True):
-            for bias in (-50.0, 50.0):
-                run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1, batch=batch,
-                                policies=[AnswerBias(bias=bias)])  # fmt: skip
-                step = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))
-                calls = "calls" in step if batch else step["action"] == "tool"
-                chosen[batch, bias] = "call" if calls else "answer"
-                # the choice was measured where it was made: a step's action, a batch step's first key
-                assert isinstance(brain.last_stats["decision_gap"], float), (batch, brain.last_stats)
+            run = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1, batch=batch, policies=())
+            step = json.loads(next(e.text for e in run.events if isinstance(e, ReplyReceived)))
+            calls = "calls" in step if batch else step["action"] == "tool"
+            gap = brain.last_stats["decision_gap"]
+            # measured where it was chosen (a step's action, a batch step's first key): the sign is the choice
+            assert isinstance(gap, float) and (gap > 0) == calls, (batch, step, gap)
     finally:
         brain.close()
-    assert chosen == {(False, -50.0): "call", (False, 50.0): "answer", (True, -50.0): "call", (True, 50.0): "answer"}
 
 
 def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_unfit_one_is_answered() -> None:

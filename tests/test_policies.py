@@ -15,7 +15,6 @@ from shapeloop import Capabilities, ScriptedBrain, run_agent, tool
 from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.policies import (
     DEFAULT,
-    AnswerBias,
     FitFloor,
     Objection,
     Policy,
@@ -52,10 +51,9 @@ class ScoringBrain(ScriptedBrain):
     """A scripted brain that scores text as a model would: a tool's words and a task that shares them
     make each other likelier (the scorer the FitFloor policy reads)."""
 
-    def __init__(self, script: Sequence[Any], *, floor: float | None = 0.5, bias: float | None = 2.0) -> None:
-        calibration = tuple((k, v) for k, v in (("fit_floor", floor), ("answer_bias", bias)) if v is not None)
-        capabilities = Capabilities(logprobs=True, decision_bias=True, calibration=calibration)
-        super().__init__(list(script), capabilities=capabilities)
+    def __init__(self, script: Sequence[Any], *, floor: float | None = 0.5) -> None:
+        calibration = () if floor is None else (("fit_floor", floor),)
+        super().__init__(list(script), capabilities=Capabilities(logprobs=True, calibration=calibration))
         self.scored: list[tuple[str, str]] = []
 
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
@@ -135,33 +133,6 @@ def test_every_shipped_policy_refuses_nothing_the_plain_loop_runs_in_german_or_c
     assert plain == [ToolCall(tool="get_weather", args={"city": city})]
     for name in available():
         assert go(resolve(name)) == plain, name
-
-
-def test_answer_bias_leans_the_steps_before_any_result_to_answering_and_says_so() -> None:
-    brain = ScoringBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")], bias=1.5)
-    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[AnswerBias()])
-    assert run.ok and [r.answer_bias for r in brain.asked] == [1.5, 0.0], "off once a result came back"
-    [event] = _policy_events(run)
-    assert (event.policy, event.step, event.change) == ("answer-bias", 1, "answering +1.5 logits")
-    assert run.interventions == {"answer-bias": 1}
-    # the plain loop leaves the choice to the model; a bias given overrides the calibrated one
-    plain = ScoringBrain([answer_step("x")])
-    run_agent(plain, [get_weather], "t", policies=())
-    given = ScoringBrain([answer_step("x")])
-    run_agent(given, [get_weather], "t", policies=[AnswerBias(bias=-3.0)])
-    assert (plain.asked[0].answer_bias, given.asked[0].answer_bias) == (0.0, -3.0)
-
-
-def test_answer_bias_is_left_out_where_the_brain_cannot_lean_or_has_no_calibrated_bias() -> None:
-    uncalibrated = ScoringBrain([answer_step("x")], bias=None)
-    run = run_agent(uncalibrated, [get_weather], "t", policies=[AnswerBias()])
-    [left] = _policy_events(run)
-    assert (left.change, "answer_bias" in left.reason) == ("left out", True)
-    assert run.policies == () and uncalibrated.asked[0].answer_bias == 0.0
-    cannot = ScriptedBrain([answer_step("x")], capabilities=Capabilities(calibration=(("answer_bias", 2.0),)))
-    run = run_agent(cannot, [get_weather], "t", policies=[AnswerBias(bias=2.0)])
-    [left] = _policy_events(run)
-    assert "decision_bias" in left.reason and cannot.asked[0].answer_bias == 0.0
 
 
 # A policy written outside src/, through the public hooks alone: the fit floor again.

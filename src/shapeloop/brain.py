@@ -77,8 +77,6 @@ class Capabilities:
         logprobs: it scores text: ``continuation_logprobs(prefix, continuation)`` returns the
             log-probability of each token of the continuation (policies that read the model's own
             likelihoods need it, :class:`~shapeloop.policies.FitFloor`).
-        decision_bias: it shifts a constrained step's choice between calling and answering by
-            :attr:`Request.answer_bias` (:class:`~shapeloop.policies.AnswerBias` needs it).
         calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
     """
 
@@ -86,7 +84,6 @@ class Capabilities:
     native_tools: bool = False
     exclusive: bool = True
     logprobs: bool = False
-    decision_bias: bool = False
     calibration: tuple[tuple[str, float], ...] = ()
 
 
@@ -146,9 +143,6 @@ class Request:
         results: how many tool results the run has fed back so far (0 at a task's first step).
         task: the user's task as given, for a backend that judges whether any offered tool fits it.
         offered: the tools this step may call, as ``(name, description)``, for the same judgement.
-        answer_bias: logits added to answering where the constrained reply chooses between calling
-            and answering; a backend that declares ``Capabilities.decision_bias`` applies it, and 0
-            leaves the choice to the model.
     """
 
     messages: Sequence[Message]
@@ -158,7 +152,6 @@ class Request:
     results: int = 0
     task: str | None = None
     offered: Sequence[tuple[str, str]] = ()
-    answer_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:

@@ -226,8 +226,7 @@ class Loop:
             if self.cut:  # the retry of a cut reply: the grammar holds its answer to about half the length
                 schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
-                       offered=tuple((t.name, t.description) for t in offered),
-                       answer_bias=shape.answer_bias if schema is not None else 0.0)  # fmt: skip
+                       offered=tuple((t.name, t.description) for t in offered))  # fmt: skip
 
     def _count(self, usage: Usage | None) -> None:
         self.usage = self.usage if usage is None else usage if self.usage is None else self.usage + usage

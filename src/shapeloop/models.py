@@ -56,9 +56,6 @@ class CatalogueModel:
     # BFCL's tune sample where the model was run there, else on the project's suite
     # (measurements/calibration.json); None: not calibrated, no fit is judged
     fit_floor: float | None = None
-    # the AnswerBias policy's bias for this model (shapeloop.policies.answer_bias), in logits, chosen on
-    # BFCL's tune sample from the plain loop's decision gaps (measurements/calibration.json); None: none
-    answer_bias: float | None = None
 
 
 def _chunked(package: str, count: int, version: str, member: str) -> tuple[Part, ...]:

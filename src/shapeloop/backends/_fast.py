@@ -84,17 +84,10 @@ class FastDecoder:
             self._compiled[key] = matcher
         return self._compiled[key].deep_copy()
 
-    def generate(
-        self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator, answer_bias: float = 0.0
-    ) -> Generated:
-        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``.
-
-        Args:
-            answer_bias: added to the logits of answering where the step chooses between a call and
-                an answer (a step's ``action``, a batch step's first key), so a model that leans a
-                little towards calling answers instead; 0 leaves the choice to the model. The choice's
-                gap (calling minus answering, before the bias) is measured either way.
-        """
+    def generate(self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator) -> Generated:
+        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``; where the
+        step chooses between a call and an answer (a step's ``action``, a batch step's first key),
+        measure how far the model leans to calling (``Generated.decision_gap``)."""
         out: list[int] = []
         calls = forced = 0
         tail = ""
@@ -107,7 +100,7 @@ class FastDecoder:
                 forced += len(ff)
             else:
                 decide = gap is None and tail.endswith(DECISION_CUES)
-                token, found = self._choose(matcher, temperature, rng, answer_bias if decide else None)
+                token, found = self._choose(matcher, temperature, rng, decide)
                 gap = found if found is not None else gap
                 if token == self.eos or not matcher.consume_token(token):
                     break
@@ -122,14 +115,14 @@ class FastDecoder:
                          forced=forced, decision_gap=gap)  # fmt: skip
 
     def _choose(
-        self, matcher: Any, temperature: float, rng: np.random.Generator, answer_bias: float | None = None
+        self, matcher: Any, temperature: float, rng: np.random.Generator, decide: bool = False
     ) -> tuple[int, float | None]:
         """The next token, and at the action's choice the gap between its best ``tool`` and ``answer`` logits."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
-        gap = None if answer_bias is None else self._decide(logits, allowed, answer_bias)
+        gap = self._gap(logits, allowed) if decide else None
         if temperature <= 0:
             return int(np.argmax(logits)), gap
         scaled = (logits - logits.max()) / temperature
@@ -137,9 +130,9 @@ class FastDecoder:
         probs /= probs.sum()
         return int(rng.choice(self.n_vocab, p=probs)), gap
 
-    def _decide(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any], answer_bias: float) -> float | None:
-        """Where the step chooses between a call and an answer: measure the lean towards calling, and
-        shift answering by the bias (in place). None where the allowed tokens are not that choice."""
+    def _gap(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any]) -> float | None:
+        """Where the step chooses between a call and an answer: the best calling logit minus the best
+        answering one. None where the allowed tokens are not that choice."""
         calling: list[int] = []
         answering: list[int] = []
         for token in np.flatnonzero(allowed)[:64]:
@@ -150,6 +143,4 @@ class FastDecoder:
                 answering.append(int(token))
         if not calling or not answering:
             return None
-        gap = float(logits[calling].max() - logits[answering].max())
-        logits[answering] += answer_bias
-        return gap
+        return float(logits[calling].max() - logits[answering].max())

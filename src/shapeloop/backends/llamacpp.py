@@ -7,7 +7,6 @@ template, and the prompt cache is reused across steps, so each step evaluates on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -56,14 +55,14 @@ class LlamaCppBrain(BaseBrain):
         chat_template: a Jinja chat template to use instead of the model's own; a base model with
             no template gets a plain ``Role: text`` transcript.
         llama: a model already loaded (tests pass a fake); ``model`` then only names it.
-        answer_bias: deprecated, no effect: the answer bias is a per-run policy now
-            (``policies=[AnswerBias(bias)]``); it will be removed.
+        answer_bias: deprecated, no effect (it added logits to answering at a task's first step,
+            and lost on BFCL's tune sample at every bias); it will be removed.
 
-    The brain scores text (``Capabilities.logprobs``: :meth:`continuation_logprobs`), shifts a step's
-    choice between calling and answering (``Capabilities.decision_bias``, with the fast engine), and
-    declares the fit floor and answer bias calibrated for a catalogue model
-    (``Capabilities.calibration``), which :class:`~shapeloop.policies.FitFloor` and
-    :class:`~shapeloop.policies.AnswerBias` read.
+    The brain scores text (``Capabilities.logprobs``: :meth:`continuation_logprobs`), and declares
+    the fit floor calibrated for a catalogue model (``Capabilities.calibration``), which the
+    :class:`~shapeloop.policies.FitFloor` policy reads. With the fast engine, :attr:`last_stats`
+    has the step's ``decision_gap``: where it chose between calling and answering, the best calling
+    logit minus the best answering one.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -86,7 +85,7 @@ class LlamaCppBrain(BaseBrain):
         llama: LlamaModel | None = None,
         answer_bias: float | None = None,
     ) -> None:
-        warn_no_effect("the answer bias is a per-run policy now: run_agent(..., policies=[AnswerBias(bias)])",
+        warn_no_effect("a lean to answering lost on BFCL's tune sample at every bias (measurements/calibration.json)",
                        stacklevel=2, prefix="LlamaCppBrain(", answer_bias=answer_bias)  # fmt: skip
         self.name = os.fspath(model)
         if llama is None:
@@ -100,11 +99,8 @@ class LlamaCppBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
         entry = models.CATALOGUE.get(os.fspath(model))
-        calibrated = {} if entry is None else {"fit_floor": entry.fit_floor, "answer_bias": entry.answer_bias}
-        floor = tuple((name, value) for name, value in calibrated.items() if value is not None)
-        # the fast engine shifts the choice between calling and answering (Request.answer_bias)
-        leans = engine != "llama.cpp" and importlib.util.find_spec("llguidance") is not None
-        self.capabilities = Capabilities(exclusive=True, logprobs=True, decision_bias=leans, calibration=floor)
+        floor = () if entry is None or entry.fit_floor is None else (("fit_floor", entry.fit_floor),)
+        self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=floor)
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed
@@ -136,7 +132,7 @@ class LlamaCppBrain(BaseBrain):
             fast = self._fast_matcher(schema)
             if fast is not None:
                 matcher, applied = fast
-                reply = self._ask_fast(tokens, matcher, budget, request.answer_bias)
+                reply = self._ask_fast(tokens, matcher, budget)
                 return replace(reply, applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
@@ -208,16 +204,15 @@ class LlamaCppBrain(BaseBrain):
             self._bases[prefix, continuation] = scores
         return scores
 
-    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int, answer_bias: float) -> Reply:
+    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
         assert self._fast is not None
         cached = self._reusable_prefix(tokens)
         with mapped_errors(ERRORS, backend="llamacpp"):
             self.llama.keep(cached)
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
-                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
-                answer_bias=answer_bias,
-            )  # fmt: skip
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
+            )
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
             "tokens": len(made.tokens), "decision_gap": made.decision_gap,

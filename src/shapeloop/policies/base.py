@@ -86,16 +86,12 @@ class StepShape:
         answer: ``may`` (unchanged), ``must`` (the step can only answer), ``never`` (it must call).
         note: words the model reads at this step only (appended to the request, not kept in the
             conversation; the event keeps them).
-        answer_bias: logits added to answering where the step chooses between calling and
-            answering (a brain that declares ``Capabilities.decision_bias`` applies it); 0 leaves
-            the choice to the model.
     """
 
     reason: str
     tools: frozenset[str] | None = None
     answer: Literal["may", "must", "never"] = "may"
     note: str = ""
-    answer_bias: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

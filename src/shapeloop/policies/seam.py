@@ -28,7 +28,6 @@ class Shape:
     excluded: frozenset[str] = frozenset()  # tools the step does not offer
     may_answer: bool = True
     note: str = ""  # words the model reads at this step only
-    answer_bias: float = 0.0  # logits added to answering where the step chooses (summed over policies)
 
 
 @dataclass(kw_only=True)
@@ -96,7 +95,7 @@ class PolicySet:
         """What every policy asks of the next step, combined: the tools all of them offer; answer only
         where one says so; no answer where one says so and some tool is left; the notes joined."""
         names = frozenset(tool.name for tool in self.tools)
-        offered, must, never, notes, bias = names, False, False, [], 0.0
+        offered, must, never, notes = names, False, False, []
         for policy in self.active:
             shape = policy.shape_step(view)
             if shape is None:
@@ -107,11 +106,9 @@ class PolicySet:
             never |= shape.answer == "never"
             if shape.note:
                 notes.append(shape.note)
-            bias += shape.answer_bias
         if must:
-            return Shape(excluded=names, may_answer=True, note="\n".join(notes), answer_bias=bias)
-        return Shape(excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes),
-                     answer_bias=bias)  # fmt: skip
+            return Shape(excluded=names, may_answer=True, note="\n".join(notes))
+        return Shape(excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
 
     def check_call(self, view: RunView, call: ToolCall, emit: Emit) -> Refusal | None:
         """The first policy's refusal of ``call``, or None."""
@@ -134,13 +131,10 @@ class PolicySet:
 
 def _offers(brain: Brain) -> frozenset[str]:
     """What the brain declares, and has, that a policy may need: ``logprobs`` (declared, with a
-    ``continuation_logprobs`` scorer to call), ``decision_bias``, and each calibrated value by name
-    (``fit_floor``)."""
+    ``continuation_logprobs`` scorer to call) and each calibrated value by name (``fit_floor``)."""
     declared = brain.capabilities
     scorer = callable(getattr(brain, "continuation_logprobs", None))
-    offers = {"logprobs"} if declared.logprobs and scorer else set()
-    offers |= {"decision_bias"} if declared.decision_bias else set()
-    return frozenset(offers | {name for name, _ in declared.calibration})
+    return frozenset({"logprobs"} if declared.logprobs and scorer else ()) | {name for name, _ in declared.calibration}
 
 
 def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) -> PolicyIntervened:
@@ -156,8 +150,6 @@ def _described(shape: StepShape, names: frozenset[str]) -> str:
         parts.append("answer only")
     elif shape.answer == "never":
         parts.append("no answer")
-    if shape.answer_bias:
-        parts.append(f"answering {shape.answer_bias:+g} logits")
     if shape.note:
         parts.append(f"note: {shape.note}")
     return "; ".join(parts) or "no change"
