@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from benchmarks import extraction
@@ -286,11 +287,10 @@ def test_the_catalogue_fit_floors_are_the_calibrated_ones() -> None:
         assert entry.fit_floor == floors.get(name), name
 
 
-def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floor_changes(tmp_path: Path) -> None:
-    """Fits measured on BFCL's tune items beside the plain loop's records; a floor above every fit
-    turns each first step into an answer: right on irrelevance, wrong elsewhere, item by item."""
+def _two_tune_items_each(tmp_path: Path) -> tuple[list[Any], Path]:
+    """The first two tune items of live_irrelevance and of parallel, and an empty records folder for
+    qwen2.5-coder-0.5b; skipped, loudly, without the pinned BFCL wheel."""
     from benchmarks import bfcl_data
-    from benchmarks.calibrate import BFCL_ABSTAIN, again, bfcl_measure, verdicts
 
     try:
         bfcl_data.load()
@@ -300,6 +300,15 @@ def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floo
     chosen = [i for c in ("live_irrelevance", "parallel") for i in bfcl_data.items(c) if i.index in tune[c][:2]]
     folder = tmp_path / "qwen2.5-coder-0.5b"
     folder.mkdir()
+    return chosen, folder
+
+
+def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floor_changes(tmp_path: Path) -> None:
+    """Fits measured on BFCL's tune items beside the plain loop's records; a floor above every fit
+    turns each first step into an answer: right on irrelevance, wrong elsewhere, item by item."""
+    from benchmarks.calibrate import BFCL_ABSTAIN, again, bfcl_measure, verdicts
+
+    chosen, folder = _two_tune_items_each(tmp_path)
     lines = [{"id": i.id, "category": i.category, "index": i.index, "column": "plain", "model": "qwen2.5-coder-0.5b",
               "backend": "llamacpp", "valid": n % 2 == 0, "stop": "called" if n % 2 == 0 else "answered"}
              for n, i in enumerate(chosen)]  # fmt: skip
@@ -324,17 +333,9 @@ def test_bfcl_calibration_reads_the_plain_loops_first_steps_and_says_what_a_floo
 def test_a_lean_to_answering_is_read_off_the_plain_loops_decision_gaps(tmp_path: Path) -> None:
     """A bias above a first step's gap turns it into an answer: the bias that pays is chosen by the
     floor's rule from the records alone; records that measured no gap are refused."""
-    from benchmarks import bfcl_data
     from benchmarks.calibrate import again, bias_measure
 
-    try:
-        bfcl_data.load()
-    except Exception as exc:  # noqa: BLE001 - no wheel, no BFCL items: said aloud
-        pytest.skip(f"SKIPPED LOUDLY: the pinned bfcl-eval wheel could not be fetched or imported: {exc!r}")
-    tune = bfcl_data.sample("tune")
-    chosen = [i for c in ("live_irrelevance", "parallel") for i in bfcl_data.items(c) if i.index in tune[c][:2]]
-    folder = tmp_path / "qwen2.5-coder-0.5b"
-    folder.mkdir()
+    chosen, folder = _two_tune_items_each(tmp_path)
     # irrelevance items called (wrong) with small gaps; parallel items called right with large ones
     gaps = {"live_irrelevance": [0.5, 1.0], "parallel": [3.0, 4.0]}
     lines = [{"id": i.id, "category": i.category, "index": i.index, "column": "plain", "model": "qwen2.5-coder-0.5b",
