@@ -98,6 +98,14 @@ def test_fit_floor_leaves_a_fitting_task_alone_and_judges_only_the_first_step() 
     assert run_agent(brain, [get_weather], "Capital of Peru?", policies=[FitFloor()]).interventions == {"fit-floor": 1}
 
 
+def test_fit_floor_scores_only_the_opening_of_a_long_request() -> None:
+    long = "Please look at this log. " + "line of pasted output " * 400
+    brain = ScoringBrain([answer_step("x")])
+    run_agent(brain, [get_weather], long, policies=[FitFloor(max_task_chars=300)])
+    assert brain.scored and max(len(prefix) + len(text) for prefix, text in brain.scored) < 450
+    assert any(text.startswith(" Please look at this log.") for _, text in brain.scored)
+
+
 def test_fit_floor_without_a_calibrated_floor_is_left_out_unless_given_one() -> None:
     brain = ScoringBrain([tool_step("get_weather", city="Lima"), answer_step("x")], floor=None)
     run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])

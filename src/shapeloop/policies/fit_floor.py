@@ -15,10 +15,10 @@ the best tool's forward plus reverse score; below the floor, the first step may 
 numbers the model computes, not words, so it works in any language the model reads.
 
 Cost: 3N+1 extra evaluations for N tools at a task's first step (the base scores are kept across
-tasks by the backend), each as long as the task and a tool's summary: on a long request with many
-tools this costs more than the step itself. The embedded backend scores in a context of its own, so
-the step's prompt cache is kept. Measured on BFCL's tune sample (``measurements/policies.json``).
-The floor is the model's own scale: the catalogue keeps
+tasks by the backend), each as long as the request's first ``max_task_chars`` characters and a
+tool's summary: with many tools this costs more than the step itself. The embedded backend scores in
+a context of its own, so the step's prompt cache is kept. Measured on BFCL's tune sample
+(``measurements/policies.json``). The floor is the model's own scale: the catalogue keeps
 one per model (``Capabilities.calibration``, ``fit_floor``), fitted on BFCL's single-turn tune sample
 for the Qwen models (``python -m benchmarks.calibrate --bfcl``) and on the project's suite for the
 others; a model without one gets no floor unless ``floor=`` is given, and the run says so in an event.
@@ -36,6 +36,9 @@ FORWARD = "The tool {name}: {description}\nA user's request that this tool does:
 FORWARD_BASE = "A user's request:"
 REVERSE = "A user's request: {task}\nA tool that does it:"
 REVERSE_BASE = "A tool:"
+MAX_TASK_CHARS = 1000
+"""How much of the request is scored: its opening, about 250 tokens of English (each pass scores the
+request, so a long pasted one would cost minutes with many tools)."""
 
 
 def summary(description: str) -> str:
@@ -44,20 +47,23 @@ def summary(description: str) -> str:
     return lines[0] if lines else ""
 
 
-def tool_fit(logprobs: LogProbs, task: str, name: str, description: str) -> float:
-    """How much one tool and the task make each other more likely, per token (forward + reverse)."""
-    task, doc = " " + " ".join(task.split()), " " + f"{name}: {summary(description)}"
+def tool_fit(logprobs: LogProbs, task: str, name: str, description: str, max_task_chars: int = MAX_TASK_CHARS) -> float:
+    """How much one tool and the task (its first ``max_task_chars`` characters) make each other more
+    likely, per token (forward + reverse)."""
+    task, doc = " " + " ".join(task.split())[:max_task_chars], " " + f"{name}: {summary(description)}"
     forward = _mean(logprobs(FORWARD.format(name=name, description=summary(description)), task))
     forward -= _mean(logprobs(FORWARD_BASE, task))
     reverse = _mean(logprobs(REVERSE.format(task=task.strip()), doc)) - _mean(logprobs(REVERSE_BASE, doc))
     return forward + reverse
 
 
-def task_fit(logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]]) -> float | None:
+def task_fit(
+    logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]], max_task_chars: int = MAX_TASK_CHARS
+) -> float | None:
     """The best fit of any offered tool ``(name, description)`` to the task; None without tools."""
     if not tools or not task.strip():
         return None
-    return max(tool_fit(logprobs, task, name, description) for name, description in tools)
+    return max(tool_fit(logprobs, task, name, description, max_task_chars) for name, description in tools)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -72,9 +78,11 @@ class FitFloor(Policy):
         floor: the fit below which the first step may only answer; None takes the floor calibrated
             for the brain's model (``Capabilities.calibration``): a model without one leaves the
             policy out, with an event that says so.
+        max_task_chars: how much of the request is scored, from its start (the cost grows with it).
     """
 
     floor: float | None = None
+    max_task_chars: int = MAX_TASK_CHARS
 
     @property
     def needs(self) -> frozenset[str]:  # type: ignore[override]
@@ -88,7 +96,8 @@ class FitFloor(Policy):
         floor = self.floor if self.floor is not None else view.calibrated("fit_floor")
         if floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
-        fit = task_fit(view.logprobs, view.task, [(tool.name, tool.description) for tool in view.tools])
+        offered = [(tool.name, tool.description) for tool in view.tools]
+        fit = task_fit(view.logprobs, view.task, offered, self.max_task_chars)
         if fit is None or fit >= floor:
             return None
         return StepShape(reason=f"the task's fit to the best tool is {fit:.3f}, below the floor {floor:.3f}",
