@@ -19,6 +19,7 @@ from shapeloop import (
     Tool,
     ToolCall,
     Turn,
+    prompts,
     tool,
 )
 from shapeloop.conversation import DEFAULT_HISTORY_CHARS
@@ -140,6 +141,20 @@ def test_a_finished_request_stays_in_the_history_as_its_results_and_its_answer_i
     # the log keeps what the model read then
     logged = [e["content"] for e in talk.transcript.entries if e["type"] == "message" and e["role"] == "assistant"]
     assert '"answer": "We are in docs."' in logged[1]
+
+
+def test_settling_leaves_a_message_that_is_not_a_result_whole() -> None:
+    objection = "Too short.\n\n" + prompts._NEXT + " KEEP-THIS"  # the instruction, in an objection
+    seen: list[str] = []
+
+    def accept(answer: str) -> bool | str:
+        seen.append(answer)
+        return True if len(seen) > 1 else objection
+
+    brain = ScriptedBrain([tool_step("ls"), answer_step("first"), answer_step("second")])
+    talk = Conversation(brain, Folders().tools(), policies=(), accept_answer=accept, max_history_chars=50000)
+    talk.ask("List.")
+    assert any(m["role"] == "user" and "KEEP-THIS" in m["content"] for m in talk.history)
 
 
 def test_a_batch_request_is_settled_the_same_way() -> None:

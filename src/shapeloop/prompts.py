@@ -167,6 +167,8 @@ def settled(text: str) -> str:
     """A results message as a conversation's history keeps it once its request is done: the step
     instruction after the results (it was for that request's next step: "reply with ... now")
     taken off, so a later request does not read it, nor the answer shape it shows, as its own."""
+    if not text.startswith(("Result of ", "Results of ")):  # an objection, a note: not a results message
+        return text
     ends = [text.rfind("\n\n" + instruction) for instruction in (_NEXT_BATCH, _NEXT, _FAILED, _REFUSED)]
     end = max(ends)
     return text if end < 0 else text[:end]
