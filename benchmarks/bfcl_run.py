@@ -105,7 +105,7 @@ class FirstCalls(BaseBrain):
             raise Scored("the first step that reached a tool has been made: the item is scored on it")
         reply = self.brain.ask(request)
         # the embedded backend measures how far the model leans to calling where it chooses (its
-        # logits: calling minus answering); the answer bias is calibrated on the first step's
+        # logits: calling minus answering); the record keeps the first step's
         stats = getattr(self.brain, "last_stats", None)
         self.made.gaps.append(stats.get("decision_gap") if isinstance(stats, dict) else None)
         return reply

@@ -254,12 +254,12 @@ def _calibrates(result: dict[str, Any]) -> str:
     return str(result.get("calibrates", "fit_floor"))
 
 
-def catalogue_floors(results: Sequence[dict[str, Any]], calibrates: str = "fit_floor") -> dict[str, float | None]:
-    """The value the catalogue keeps for each model (``fit_floor`` or ``answer_bias``): BFCL's where the
-    model has one, else the suite's."""
+def catalogue_floors(results: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """The floor the catalogue keeps for each model: BFCL's where the model has one, else the suite's
+    (a lean to answering's result is not a floor)."""
     floors: dict[str, float | None] = {}
     for result in sorted(results, key=lambda r: r.get("split") == BFCL_SPLIT):
-        if _calibrates(result) == calibrates:
+        if _calibrates(result) == "fit_floor":
             floors[result["model"]] = result.get("floor")
     return floors
 

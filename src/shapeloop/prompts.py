@@ -126,6 +126,7 @@ def task_message(task: str, *, continued: bool) -> str:
 
 
 # After a result.
+_RESULT, _RESULTS = "Result of ", "Results of "  # how a results message opens (one call, a batch)
 _NEXT = (
     'If this result answers the task, reply with action "answer" now and say what it says; otherwise call another tool.'
 )
@@ -135,7 +136,7 @@ _REFUSED = "That call was refused: do not make it again. Call another tool, or t
 
 def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str:
     """The user turn that carries a tool's result back to the model; a repeat is named with its count."""
-    text = f"Result of {result.call}:\n{result.text}\n\n"
+    text = f"{_RESULT}{result.call}:\n{result.text}\n\n"
     text += _FAILED if status == "error" else _REFUSED if status == "denied" else _NEXT
     if status == "repeat":
         text += (
@@ -152,7 +153,7 @@ def batch_feedback(
     """The user turn that carries the results of a batch back, in the order of the calls, with the
     task where one of them is good (after a refusal or errors only, it sent the model searching for
     what it had been refused)."""
-    parts = [f"Results of {len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
+    parts = [f"{_RESULTS}{len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
     for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
         part = f"[{number}] {result.call}:\n{result.text}"
         if status == "repeat":
@@ -167,7 +168,7 @@ def settled(text: str) -> str:
     """A results message as a conversation's history keeps it once its request is done: the step
     instruction after the results (it was for that request's next step: "reply with ... now")
     taken off, so a later request does not read it, nor the answer shape it shows, as its own."""
-    if not text.startswith(("Result of ", "Results of ")):  # an objection, a note: not a results message
+    if not text.startswith((_RESULT, _RESULTS)):  # an objection, a note: not a results message
         return text
     ends = [text.rfind("\n\n" + instruction) for instruction in (_NEXT_BATCH, _NEXT, _FAILED, _REFUSED)]
     end = max(ends)

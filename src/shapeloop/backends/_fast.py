@@ -106,7 +106,7 @@ class FastDecoder:
                     break
                 out.append(token)
                 ff = [token]
-            tail = (tail + self.model.detokenize(ff))[-len(DECISION_CUES[0]) - 8 :]
+            tail = (tail + self.model.detokenize(ff))[-max(map(len, DECISION_CUES)) - 8 :]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
             self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
@@ -117,7 +117,8 @@ class FastDecoder:
     def _choose(
         self, matcher: Any, temperature: float, rng: np.random.Generator, decide: bool = False
     ) -> tuple[int, float | None]:
-        """The next token, and at the action's choice the gap between its best ``tool`` and ``answer`` logits."""
+        """The next token, and where ``decide`` says the step chooses between a call and an answer, the gap
+        between them (:meth:`_gap`)."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
