@@ -191,6 +191,29 @@ def test_a_text_longer_than_a_batch_is_scored_whole_in_its_own_context() -> None
         brain.close()
 
 
+def test_scoring_reuses_what_a_call_shares_with_the_last_and_scores_the_same() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    import numpy as np
+
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    try:
+        request = "A user's request: is it raining in Bergen right now?\nA tool that does it:"
+        first = brain.llama.continuation_logprobs(request, " get_weather: current weather for a city")
+        held = len(brain.llama._scored)
+        shared = brain.llama.continuation_logprobs(request, " send_mail: send an e-mail")
+        # the second call kept the request's tokens and evaluated from where the two part
+        assert held > len(brain.llama.llm.tokenize(request.encode())) - 2
+        brain.llama.continuation_logprobs("Something else entirely:", " x")  # the context now holds other text
+        fresh = brain.llama.continuation_logprobs(request, " send_mail: send an e-mail")
+        again = brain.llama.continuation_logprobs(request, " get_weather: current weather for a city")
+        assert np.allclose(shared, fresh, atol=1e-3) and np.allclose(first, again, atol=1e-3), (shared, fresh)
+        assert sum(first) / len(first) > sum(shared) / len(shared), "the fitting tool is the likelier one"
+    finally:
+        brain.close()
+
+
 @tool
 def day_of_week(date: str) -> str:
     """The day of the week of a date.

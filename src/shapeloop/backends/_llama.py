@@ -48,6 +48,7 @@ class LlamaModel:
         self.llm = llm
         self._formatter = _chat_formatter(llm, chat_template)
         self._scoring: tuple[Any, Any] | None = None  # a second context for scoring text, made on first use
+        self._scored: list[int] = []  # the tokens the scoring context holds, from position 0
 
     @classmethod
     def load(cls, path: Path, *, n_ctx: int, n_threads: int | None, seed: int,
@@ -144,30 +145,43 @@ class LlamaModel:
         template), evaluated in batches of ``n_batch`` with logits only where a continuation token is
         predicted: a prefix longer than a batch is evaluated whole, not cut. It runs in a second
         context on the same weights (:data:`SCORING_WINDOW` tokens; text beyond it is left out), so
-        the prompt the main context holds stays cached for the next step (private)."""
-        context, batch = self._scorer()
+        the prompt the main context holds stays cached for the next step. That context keeps what it
+        last evaluated: a call whose tokens open the same way (one request scored against each of
+        several tools) evaluates only from where they part (private)."""
         before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
         after = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+        return self.token_logprobs(before, after)
+
+    def token_logprobs(self, before: Sequence[int], after: Sequence[int]) -> list[float]:
+        """:meth:`continuation_logprobs` of tokens: each of ``after``'s after ``before`` (private)."""
+        context, batch = self._scorer()
+        before, after = list(before), list(after)
         tokens = (before + after)[: context.n_ctx()]
         after = after[: len(tokens) - len(before)]
         if not after or not before:
             return []
         first = len(before) - 1  # the position whose logits predict the continuation's first token
+        wanted = tokens[:-1]  # the last token predicts nothing scored
+        kept = min(_shared(self._scored, wanted), first)  # logits from ``first`` on are needed anew
         size, rows = context.params.n_batch, []
-        context.kv_cache_seq_rm(-1, 0, -1)
+        context.kv_cache_seq_rm(-1, kept, -1)
+        self._scored = self._scored[:kept]
         try:
-            for start in range(0, len(tokens) - 1, size):  # the last token predicts nothing scored
-                chunk = tokens[start : min(start + size, len(tokens) - 1)]
+            for start in range(kept, len(wanted), size):
+                chunk = wanted[start : start + size]
                 batch.set_batch(batch=chunk, n_past=start, logits_all=False)
-                wanted = [start + i >= first for i in range(len(chunk))]
-                for i, flag in enumerate(wanted):
+                flags = [start + i >= first for i in range(len(chunk))]
+                for i, flag in enumerate(flags):
                     batch.batch.logits[i] = flag
                 context.decode(batch)
-                if any(wanted):
-                    raw = np.ctypeslib.as_array(context.get_logits(), shape=(sum(wanted), self.n_vocab))
+                self._scored.extend(chunk)
+                if any(flags):
+                    raw = np.ctypeslib.as_array(context.get_logits(), shape=(sum(flags), self.n_vocab))
                     rows.append(raw.astype(np.float32))
-        finally:
+        except BaseException:
             context.kv_cache_seq_rm(-1, 0, -1)
+            self._scored = []
+            raise
         scores = np.concatenate(rows)
         top = scores.max(axis=1, keepdims=True)
         normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
@@ -191,6 +205,16 @@ class LlamaModel:
         """A copy of the logits of the last evaluated token (private)."""
         raw = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,))
         return raw.astype(np.float32)
+
+
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from their start."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _chat_formatter(llm: Any, template: str | None = None) -> Any:

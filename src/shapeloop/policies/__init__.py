@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from shapeloop.policies.after_failure import CallAfterFailure
 from shapeloop.policies.base import (
     CallOutcome,
     Objection,
@@ -39,7 +40,9 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor})
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
+    {"fit-floor": FitFloor, "call-after-failure": CallAfterFailure}
+)
 
 
 def available() -> list[str]:
@@ -75,6 +78,7 @@ __all__ = [
     "DEFAULT",
     "PLAIN",
     "SMALL_MODEL",
+    "CallAfterFailure",
     "CallOutcome",
     "FitFloor",
     "Objection",

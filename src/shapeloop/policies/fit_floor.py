@@ -47,23 +47,26 @@ def summary(description: str) -> str:
     return lines[0] if lines else ""
 
 
-def tool_fit(logprobs: LogProbs, task: str, name: str, description: str, max_task_chars: int = MAX_TASK_CHARS) -> float:
-    """How much one tool and the task (its first ``max_task_chars`` characters) make each other more
-    likely, per token (forward + reverse)."""
-    task, doc = " " + " ".join(task.split())[:max_task_chars], " " + f"{name}: {summary(description)}"
-    forward = _mean(logprobs(FORWARD.format(name=name, description=summary(description)), task))
-    forward -= _mean(logprobs(FORWARD_BASE, task))
-    reverse = _mean(logprobs(REVERSE.format(task=task.strip()), doc)) - _mean(logprobs(REVERSE_BASE, doc))
-    return forward + reverse
-
-
 def task_fit(
     logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]], max_task_chars: int = MAX_TASK_CHARS
 ) -> float | None:
-    """The best fit of any offered tool ``(name, description)`` to the task; None without tools."""
+    """The best fit of any offered tool ``(name, description)`` to the task (its first
+    ``max_task_chars`` characters): how much the tool and the task make each other more likely, per
+    token (forward + reverse); None without tools.
+
+    The reverse passes go first, one after another: they open with the same request, which a scorer
+    that keeps its last evaluation (the embedded backend's) evaluates once."""
     if not tools or not task.strip():
         return None
-    return max(tool_fit(logprobs, task, name, description, max_task_chars) for name, description in tools)
+    text = " " + " ".join(task.split())[:max_task_chars]
+    docs = [" " + f"{name}: {summary(description)}" for name, description in tools]
+    asked = REVERSE.format(task=text.strip())
+    reverse = [_mean(logprobs(asked, doc)) for doc in docs]
+    reverse = [score - _mean(logprobs(REVERSE_BASE, doc)) for score, doc in zip(reverse, docs, strict=True)]
+    base = _mean(logprobs(FORWARD_BASE, text))
+    forward = [_mean(logprobs(FORWARD.format(name=name, description=summary(description)), text)) - base
+               for name, description in tools]  # fmt: skip
+    return max(f + r for f, r in zip(forward, reverse, strict=True))
 
 
 def _mean(values: Sequence[float]) -> float:
