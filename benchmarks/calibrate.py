@@ -70,7 +70,8 @@ def fit_of(brain: Brain, task: AnyTask) -> float | None:
         raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
                          "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
     tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched
-    return task_fit(scores, task.prompt, [(t.name, t.description) for t in tools])
+    return task_fit(scores, task.prompt, [(t.name, t.description) for t in tools],
+                    many=getattr(brain, "continuations_logprobs", None))  # fmt: skip
 
 
 def measure(brain: Brain, tasks: Sequence[AnyTask], progress: Progress | None = None) -> list[dict[str, Any]]:
@@ -103,7 +104,8 @@ def bfcl_measure(brain: Brain, model: str, records_folder: Path = RECORDS, *,
     progress = Progress(len(chosen), label=f"fits {model}") if show else None
     for item in chosen:
         task = item.turns[0][-1]["content"]
-        fit = task_fit(scores, task, [(f["name"], f.get("description", "")) for f in item.functions])
+        fit = task_fit(scores, task, [(f["name"], f.get("description", "")) for f in item.functions],
+                       many=getattr(brain, "continuations_logprobs", None))  # fmt: skip
         record = plain[item.id]
         measured.append({"task": item.id, "kind": item.category, "fit": fit, "valid": bool(record["valid"]),
                          "first_step": "tool" if record["stop"] == "called" else "answer"})  # fmt: skip

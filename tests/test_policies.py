@@ -105,7 +105,7 @@ def test_fit_floor_scores_only_the_opening_of_a_long_request() -> None:
     brain = ScoringBrain([answer_step("x")])
     run_agent(brain, [get_weather], long, policies=[FitFloor(max_task_chars=300)])
     assert brain.scored and max(len(prefix) + len(text) for prefix, text in brain.scored) < 450
-    assert any(text.startswith(" Please look at this log.") for _, text in brain.scored)
+    assert any(prefix.startswith("A user's request: Please look at this log.") for prefix, _ in brain.scored)
 
 
 def test_fit_floor_without_a_calibrated_floor_is_left_out_unless_given_one() -> None:

@@ -25,6 +25,9 @@ SCORING_WINDOW = 2048
 """Tokens of the context that scores text (``continuation_logprobs``): a prefix and continuation
 longer than this are cut at its end."""
 
+SCORING_SEQUENCES = 16
+"""Sequences the scoring context holds at once: a prefix, and continuations scored side by side."""
+
 INSTALL_HINT = (
     "llama-cpp-python is not installed: pip install 'shapeloop[local]' (the README gives the portable build flags)"
 )
@@ -187,6 +190,90 @@ class LlamaModel:
         normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
         return [float(scores[i, token] - normal[i]) for i, token in enumerate(after)]
 
+    def continuations_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[list[float]]:
+        """:meth:`continuation_logprobs` of each continuation after one prefix: the prefix is
+        evaluated once, and the continuations side by side in as few batches as they fill, each in a
+        sequence of its own that reads the prefix and itself only (private)."""
+        before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
+        afters = [self.llm.tokenize(c.encode("utf-8"), add_bos=False, special=False) for c in continuations]
+        return self.token_logprobs_many(before, afters)
+
+    def token_logprobs_many(self, before: Sequence[int], afters: Sequence[Sequence[int]]) -> list[list[float]]:
+        """:meth:`continuations_logprobs` of tokens (private)."""
+        context = self._scorer()[0]
+        before = list(before)
+        room = context.n_ctx() - len(before)
+        if len(afters) < 2 or not before or room < 2 or any(len(after) > room for after in afters):
+            return [self.token_logprobs(before, after) for after in afters]
+        self._hold(before[:-1])  # the prefix but its last token, in sequence 0 (it stays for the next call)
+        results: list[list[float]] = [[] for _ in afters]
+        group: list[int] = []
+        for index, after in enumerate(afters):  # groups that fit the window and the sequences
+            full = len(group) >= SCORING_SEQUENCES - 1 or sum(len(afters[i]) for i in group) + len(after) > room
+            if group and full:
+                self._score_group(before, afters, group, results)
+                group = []
+            if after:
+                group.append(index)
+        if group:
+            self._score_group(before, afters, group, results)
+        return results
+
+    def _hold(self, tokens: list[int]) -> None:
+        """Make sequence 0 hold ``tokens``: what it holds of them is kept, the rest evaluated."""
+        context, batch = self._scorer()
+        kept, size = _shared(self._scored, tokens), context.params.n_batch
+        context.kv_cache_seq_rm(-1, kept, -1)
+        self._scored = self._scored[:kept]
+        try:
+            for start in range(kept, len(tokens), size):
+                chunk = tokens[start : start + size]
+                batch.set_batch(batch=chunk, n_past=start, logits_all=False)
+                batch.batch.logits[len(chunk) - 1] = False
+                context.decode(batch)
+                self._scored.extend(chunk)
+        except BaseException:
+            context.kv_cache_seq_rm(-1, 0, -1)
+            self._scored = []
+            raise
+
+    def _score_group(self, before: list[int], afters: Sequence[Sequence[int]], group: Sequence[int],
+                     results: list[list[float]]) -> None:  # fmt: skip
+        """Score the continuations ``group`` names, each in sequence 1, 2, ... over sequence 0's prefix."""
+        context, batch = self._scorer()
+        first, size = len(before) - 1, min(context.params.n_batch, 256)  # rows of logits a batch holds
+        entries = [(seq, position, token)
+                   for seq, index in enumerate(group, start=1)
+                   for position, token in enumerate([before[-1], *afters[index][:-1]], start=first)]  # fmt: skip
+        rows = []
+        try:
+            for seq in range(1, len(group) + 1):
+                context.kv_cache_seq_cp(0, seq, 0, first)
+            for start in range(0, len(entries), size):
+                chunk = entries[start : start + size]
+                for i, (seq, position, token) in enumerate(chunk):
+                    batch.batch.token[i], batch.batch.pos[i] = token, position
+                    batch.batch.seq_id[i][0], batch.batch.n_seq_id[i], batch.batch.logits[i] = seq, 1, True
+                batch.batch.n_tokens = len(chunk)
+                context.decode(batch)
+                raw = np.ctypeslib.as_array(context.get_logits(), shape=(len(chunk), self.n_vocab))
+                rows.append(raw.astype(np.float32))
+        except BaseException:
+            context.kv_cache_seq_rm(-1, 0, -1)
+            self._scored = []
+            raise
+        finally:
+            for seq in range(1, len(group) + 1):
+                context.kv_cache_seq_rm(seq, 0, -1)
+        scores = np.concatenate(rows)
+        top = scores.max(axis=1, keepdims=True)
+        normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
+        row = 0
+        for index in group:
+            after = afters[index]
+            results[index] = [float(scores[row + i, token] - normal[row + i]) for i, token in enumerate(after)]
+            row += len(after)
+
     def _scorer(self) -> tuple[Any, Any]:
         """The scoring context and its batch: the main context's settings, a smaller window."""
         if self._scoring is None:
@@ -196,6 +283,7 @@ class LlamaModel:
             params = llama_cpp.llama_context_params.from_buffer_copy(self.llm.context_params)
             params.n_ctx = min(SCORING_WINDOW, self.llm.n_ctx())
             params.n_batch = params.n_ubatch = min(self.llm.n_batch, params.n_ctx)
+            params.n_seq_max, params.kv_unified = SCORING_SEQUENCES, True  # one window the sequences share
             context = _internals.LlamaContext(model=self.llm._model, params=params, verbose=False)
             batch = _internals.LlamaBatch(n_tokens=params.n_batch, embd=0, n_seq_max=1, verbose=False)
             self._scoring = (context, batch)

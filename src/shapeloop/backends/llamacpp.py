@@ -189,6 +189,20 @@ class LlamaCppBrain(BaseBrain):
         chosen = self._fast_schemas[key]
         return None if chosen is None else (self._fast.compile(chosen[0]), chosen[1])
 
+    def continuations_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[list[float]]:
+        """:meth:`continuation_logprobs` of each continuation after one prefix: the prefix is evaluated
+        once and the continuations side by side (the fit floor's request against each tool)."""
+        kept = prefix in ("A user's request:", "A tool:")
+        todo = [c for c in dict.fromkeys(continuations) if not (kept and (prefix, c) in self._bases)]
+        with mapped_errors(ERRORS, backend="llamacpp"):
+            scored = dict(zip(todo, self.llama.continuations_logprobs(prefix, todo), strict=True))
+        made = [scored[c] if c in scored else self._bases[prefix, c] for c in continuations]
+        if kept:
+            if len(self._bases) + len(scored) > 1024:
+                self._bases.clear()
+            self._bases.update({(prefix, c): scores for c, scores in scored.items()})
+        return made
+
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
         """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
         template). A prefix the policies use for every task ("A tool:") keeps its scores across

@@ -31,6 +31,15 @@ from shapeloop.tools import Tool, ToolCall
 LogProbs = Callable[[str, str], Sequence[float]]
 """``logprobs(prefix, continuation)``: the log-probability of each token of the continuation."""
 
+LogProbsMany = Callable[[str, Sequence[str]], Sequence[Sequence[float]]]
+"""``many(prefix, continuations)``: :data:`LogProbs` of each continuation after one prefix, which a
+brain may evaluate once for all of them."""
+
+
+def one_by_one(logprobs: LogProbs) -> LogProbsMany:
+    """:data:`LogProbsMany` from a scorer of one continuation at a time."""
+    return lambda prefix, continuations: [logprobs(prefix, c) for c in continuations]
+
 
 @dataclass(frozen=True, kw_only=True)
 class CallOutcome:
@@ -54,6 +63,9 @@ class RunView:
         step: the step about to be asked (``shape_step``) or being handled (the other hooks).
         max_steps: the run's step limit.
         logprobs: the brain's log-probability scorer, where it declares one (``needs={"logprobs"}``).
+        logprobs_many: the same for several continuations of one prefix at once: the brain's own
+            where it has one (the embedded backend evaluates the prefix once), else ``logprobs``
+            one by one.
         calibration: values the brain's model was calibrated for (for example ``fit_floor``).
     """
 
@@ -64,6 +76,7 @@ class RunView:
     step: int
     max_steps: int
     logprobs: LogProbs | None = None
+    logprobs_many: LogProbsMany | None = None
     calibration: tuple[tuple[str, float], ...] = ()
 
     @property

@@ -14,14 +14,19 @@ each a mean over the continuation's tokens (pointwise mutual information per tok
 the best tool's forward plus reverse score; below the floor, the first step may only answer. It reads
 numbers the model computes, not words, so it works in any language the model reads.
 
-Cost: 3N+1 extra evaluations for N tools at a task's first step (the base scores are kept across
-tasks by the backend), each as long as the request's first ``max_task_chars`` characters and a
-tool's summary: with many tools this costs more than the step itself. The embedded backend scores in
-a context of its own, so the step's prompt cache is kept. Measured on BFCL's tune sample
-(``measurements/policies.json``). The floor is the model's own scale: the catalogue keeps
-one per model (``Capabilities.calibration``, ``fit_floor``), fitted on BFCL's single-turn tune sample
-for the Qwen models (``python -m benchmarks.calibrate --bfcl``) and on the project's suite for the
-others; a model without one gets no floor unless ``floor=`` is given, and the run says so in an event.
+Cost: 3N+1 extra evaluations for N tools at a task's first step, N+1 of them as long as the
+request's first ``max_task_chars`` characters: the forward ones, one for each tool, and its base. The
+reverse ones open with the same request, which the embedded backend evaluates once, then the N
+summaries side by side in one batch (their bases after "A tool:" are kept across tasks). It scores in
+a context of its own, so the step's prompt cache is kept. The reverse term alone would cost about
+half, but it does not tell a fitting tool from an unfitting one reliably ("Is it raining in Bergen?"
+and "Who wrote War and Peace?" score alike against a weather tool) and on BFCL's tune sample with
+qwen2.5-coder-0.5b it turned 11 irrelevant requests into answers against 17 for both terms (and 0
+right calls against 2). Measured on BFCL's tune sample (``measurements/policies.json``). The floor
+is the model's own scale: the catalogue keeps one per model (``Capabilities.calibration``,
+``fit_floor``), fitted on BFCL's single-turn tune sample for the Qwen models (``python -m
+benchmarks.calibrate --bfcl``) and on the project's suite for the others; a model without one gets
+no floor unless ``floor=`` is given, and the run says so in an event.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from shapeloop.policies.base import LogProbs, Policy, RunView, StepShape
+from shapeloop.policies.base import LogProbs, LogProbsMany, Policy, RunView, StepShape, one_by_one
 
 FORWARD = "The tool {name}: {description}\nA user's request that this tool does:"
 FORWARD_BASE = "A user's request:"
@@ -48,21 +53,28 @@ def summary(description: str) -> str:
 
 
 def task_fit(
-    logprobs: LogProbs, task: str, tools: Sequence[tuple[str, str]], max_task_chars: int = MAX_TASK_CHARS
+    logprobs: LogProbs,
+    task: str,
+    tools: Sequence[tuple[str, str]],
+    max_task_chars: int = MAX_TASK_CHARS,
+    *,
+    many: LogProbsMany | None = None,
 ) -> float | None:
     """The best fit of any offered tool ``(name, description)`` to the task (its first
     ``max_task_chars`` characters): how much the tool and the task make each other more likely, per
     token (forward + reverse); None without tools.
 
-    The reverse passes go first, one after another: they open with the same request, which a scorer
-    that keeps its last evaluation (the embedded backend's) evaluates once."""
+    The reverse passes share their prefix (the request), and their bases one ("A tool:"): ``many``
+    scores every summary after one prefix at once, where the brain can
+    (:attr:`~shapeloop.policies.base.RunView.logprobs_many`); without it, one by one."""
     if not tools or not task.strip():
         return None
+    score = many or one_by_one(logprobs)
     text = " " + " ".join(task.split())[:max_task_chars]
     docs = [" " + f"{name}: {summary(description)}" for name, description in tools]
-    asked = REVERSE.format(task=text.strip())
-    reverse = [_mean(logprobs(asked, doc)) for doc in docs]
-    reverse = [score - _mean(logprobs(REVERSE_BASE, doc)) for score, doc in zip(reverse, docs, strict=True)]
+    asked = score(REVERSE.format(task=text.strip()), docs)
+    alone = score(REVERSE_BASE, docs)
+    reverse = [_mean(a) - _mean(b) for a, b in zip(asked, alone, strict=True)]
     base = _mean(logprobs(FORWARD_BASE, text))
     forward = [_mean(logprobs(FORWARD.format(name=name, description=summary(description)), text)) - base
                for name, description in tools]  # fmt: skip
@@ -100,7 +112,7 @@ class FitFloor(Policy):
         if floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
         offered = [(tool.name, tool.description) for tool in view.tools]
-        fit = task_fit(view.logprobs, view.task, offered, self.max_task_chars)
+        fit = task_fit(view.logprobs, view.task, offered, self.max_task_chars, many=view.logprobs_many)
         if fit is None or fit >= floor:
             return None
         return StepShape(reason=f"the task's fit to the best tool is {fit:.3f}, below the floor {floor:.3f}",

@@ -14,7 +14,7 @@ from typing import Any
 
 from shapeloop.brain import Brain, Message
 from shapeloop.events import Event, PolicyIntervened
-from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape
+from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape, one_by_one
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
@@ -81,9 +81,11 @@ class PolicySet:
         """A read-only snapshot of the run for the hooks."""
         declared = brain.capabilities
         scorer: Any = getattr(brain, "continuation_logprobs", None) if declared.logprobs else None
+        many: Any = getattr(brain, "continuations_logprobs", None) if scorer is not None else None
         return RunView(
             task=self.task, tools=self.tools, messages=tuple(dict(m) for m in messages),  # type: ignore[misc]
             calls=tuple(self.outcomes), step=step, max_steps=max_steps, logprobs=scorer,
+            logprobs_many=many if callable(many) else one_by_one(scorer) if callable(scorer) else None,
             calibration=declared.calibration,
         )  # fmt: skip
 
