@@ -196,6 +196,9 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
 
     def one(job: tuple[Item, str]) -> None:
         item, column = job
+        forget = getattr(brain, "forget_prompt", None)
+        if args.cold and callable(forget):
+            forget()
         write(item, column, run_item(brain, item, column, max_steps=args.max_steps, context=args.context))
 
     try:
@@ -228,6 +231,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--context", type=int, default=CONTEXT, help=f"llamacpp context window (default {CONTEXT})")
     parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
     parser.add_argument("--concurrency", type=int, default=1, help="items in flight at once against a server")
+    parser.add_argument("--cold", action="store_true",
+                        help="the embedded backend forgets its evaluated prompt before each item's run, so the "
+                             "columns' seconds compare (else a step finds the last one's prompt cached)")  # fmt: skip
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="spread the items over a Ray cluster's workers (a local Ray without ADDRESS)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="skip items that already have a record")

@@ -621,3 +621,22 @@ def test_the_reports_turn_sums_name_every_adapter_version_a_loop_row_was_made_wi
         summed["adapters"] == [1, 2] and summed["turns_state"] == 4 and summed["median_prompt_tokens_per_step"] == 200
     )
     assert "adapters" not in _turns([{**row, "column": "raw"}])  # raw is not the loop: no adapter
+
+
+def test_cold_forgets_the_backends_prompt_before_each_items_run_so_columns_compare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.__main__ import main as benchmarks_main
+
+    class Forgetful(ScriptedBrain):
+        forgot = 0
+
+        def forget_prompt(self) -> None:
+            Forgetful.forgot += 1
+
+    monkeypatch.setattr(bfcl, "make_brain", lambda *args: Forgetful(lambda request: step_answer("No.")))
+    argv = ["bfcl", "--category", "irrelevance", "--limit", "2", "--columns", "plain,raw", "--out", str(tmp_path)]
+    benchmarks_main(argv)
+    assert Forgetful.forgot == 0, "without --cold the prompt cache is the backend's to keep"
+    benchmarks_main([*argv, "--cold", "--out", str(tmp_path / "cold")])
+    assert Forgetful.forgot == 4, "two items in two columns"

@@ -115,6 +115,11 @@ class LlamaCppBrain(BaseBrain):
         """Free the model's memory now rather than when the brain is collected."""
         self.llama.close()
 
+    def forget_prompt(self) -> None:
+        """Forget the evaluated prompt, so the next request evaluates its whole prompt (a benchmark
+        that compares two runs of one request in one process calls it between them)."""
+        self.llama.reset()
+
     def ask(self, request: Request) -> Reply:
         """Generate one reply, constrained to the request's schema when it has one.
 
