@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +15,6 @@ from shapeloop import Capabilities, ScriptedBrain, run_agent, tool
 from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.policies import (
     DEFAULT,
-    CallAfterFailure,
     FitFloor,
     Objection,
     Policy,
@@ -367,60 +365,3 @@ def test_the_fit_floor_without_a_calibrated_floor_is_left_out_and_says_so() -> N
     calibrated = Capabilities(logprobs=True, calibration=(("fit_floor", -2.0),))
     run = run_agent(Scoring([answer_step("x")], capabilities=calibrated), [], "t", policies=(FitFloor(),))
     assert run.policies == ("fit-floor",)
-
-
-@tool
-def stock_info(symbol: str) -> str:
-    """Price of a stock, by its ticker symbol."""
-    if symbol != "ZETA":
-        raise ValueError(f"no stock with the symbol {symbol!r}")
-    return "ZETA: 22.10"
-
-
-@tool
-def symbol_of(company: str) -> str:
-    """The ticker symbol of a company."""
-    return "ZETA"
-
-
-def _batch(*pairs: tuple[str, dict[str, Any]]) -> str:
-    return json.dumps({"calls": [{"name": name, "arguments": args} for name, args in pairs]})
-
-
-def _answers(schema: Any) -> bool:
-    return "answer" in json.dumps(schema)
-
-
-def test_call_after_failure_makes_the_step_after_a_failed_one_call_and_then_lets_it_answer() -> None:
-    brain = ScriptedBrain([
-        tool_step("stock_info", symbol="Zeta Corp"),  # fails
-        tool_step("symbol_of", company="Zeta Corp"),
-        tool_step("stock_info", symbol="Zeta Corp"),  # fails again: max_forced=1 is spent
-        answer_step("I could not find it."),
-    ])  # fmt: skip
-    run = run_agent(brain, [stock_info, symbol_of], "Zeta Corp's price?", policies=[CallAfterFailure()])
-    assert run.ok and [_actions(r.schema) for r in brain.asked] == [["tool", "answer"], ["tool"], ["tool", "answer"],
-                                                                     ["tool", "answer"]]  # fmt: skip
-    [event] = _policy_events(run)
-    assert (event.step, event.hook, event.change) == (2, "shape_step", "no answer")
-    assert "the call of the last step failed" in event.reason
-    assert run.interventions == {"call-after-failure": 1}
-
-
-def test_call_after_failure_leaves_a_step_with_one_good_result_alone_and_counts_per_run() -> None:
-    script = [
-        _batch(("stock_info", {"symbol": "ACME"}), ("symbol_of", {"company": "Zeta Corp"})),  # one fails, one not
-        _batch(("stock_info", {"symbol": "ZETA"})),
-        '{"answer": "22.10"}',
-    ]
-    policy = CallAfterFailure(max_forced=2)
-    run = run_agent(ScriptedBrain(script), [stock_info, symbol_of], "Zeta Corp?", batch=True, policies=[policy])
-    assert run.ok and run.interventions == {}
-    # the same object serves another run from nothing: its count is that run's
-    brain = ScriptedBrain([_batch(("stock_info", {"symbol": "A"})), _batch(("stock_info", {"symbol": "B"})),
-                           _batch(("symbol_of", {"company": "Zeta"})), '{"answer": "ZETA"}'])  # fmt: skip
-    run = run_agent(brain, [stock_info, symbol_of], "Zeta's symbol?", batch=True, policies=[policy])
-    assert run.ok and run.interventions == {"call-after-failure": 2}
-    assert [_answers(r.schema) for r in brain.asked] == [True, False, False, True]
-    with pytest.raises(ValueError, match="max_forced"):
-        CallAfterFailure(max_forced=0)

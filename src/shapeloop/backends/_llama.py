@@ -148,47 +148,24 @@ class LlamaModel:
         template), evaluated in batches of ``n_batch`` with logits only where a continuation token is
         predicted: a prefix longer than a batch is evaluated whole, not cut. It runs in a second
         context on the same weights (:data:`SCORING_WINDOW` tokens; text beyond it is left out), so
-        the prompt the main context holds stays cached for the next step. That context keeps what it
-        last evaluated: a call whose tokens open the same way (one request scored against each of
-        several tools) evaluates only from where they part (private)."""
+        the prompt the main context holds stays cached for the next step. That context keeps the last
+        prefix it evaluated: a call that opens the same way (one request scored against each of
+        several tools) evaluates only from where the two part (private)."""
         before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
         after = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
         return self.token_logprobs(before, after)
 
     def token_logprobs(self, before: Sequence[int], after: Sequence[int]) -> list[float]:
         """:meth:`continuation_logprobs` of tokens: each of ``after``'s after ``before`` (private)."""
-        context, batch = self._scorer()
+        context = self._scorer()[0]
         before, after = list(before), list(after)
-        tokens = (before + after)[: context.n_ctx()]
-        after = after[: len(tokens) - len(before)]
+        after = after[: max(0, context.n_ctx() - len(before))]
         if not after or not before:
             return []
-        first = len(before) - 1  # the position whose logits predict the continuation's first token
-        wanted = tokens[:-1]  # the last token predicts nothing scored
-        kept = min(_shared(self._scored, wanted), first)  # logits from ``first`` on are needed anew
-        size, rows = context.params.n_batch, []
-        context.kv_cache_seq_rm(-1, kept, -1)
-        self._scored = self._scored[:kept]
-        try:
-            for start in range(kept, len(wanted), size):
-                chunk = wanted[start : start + size]
-                batch.set_batch(batch=chunk, n_past=start, logits_all=False)
-                flags = [start + i >= first for i in range(len(chunk))]
-                for i, flag in enumerate(flags):
-                    batch.batch.logits[i] = flag
-                context.decode(batch)
-                self._scored.extend(chunk)
-                if any(flags):
-                    raw = np.ctypeslib.as_array(context.get_logits(), shape=(sum(flags), self.n_vocab))
-                    rows.append(raw.astype(np.float32))
-        except BaseException:
-            context.kv_cache_seq_rm(-1, 0, -1)
-            self._scored = []
-            raise
-        scores = np.concatenate(rows)
-        top = scores.max(axis=1, keepdims=True)
-        normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
-        return [float(scores[i, token] - normal[i]) for i, token in enumerate(after)]
+        self._hold(before[:-1])
+        results: list[list[float]] = [[]]
+        self._score_group(before, [after], [0], results)
+        return results[0]
 
     def continuations_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[list[float]]:
         """:meth:`continuation_logprobs` of each continuation after one prefix: the prefix is
@@ -265,14 +242,9 @@ class LlamaModel:
         finally:
             for seq in range(1, len(group) + 1):
                 context.kv_cache_seq_rm(seq, 0, -1)
-        scores = np.concatenate(rows)
-        top = scores.max(axis=1, keepdims=True)
-        normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
-        row = 0
+        scored = _logprobs(rows, [token for index in group for token in afters[index]])
         for index in group:
-            after = afters[index]
-            results[index] = [float(scores[row + i, token] - normal[row + i]) for i, token in enumerate(after)]
-            row += len(after)
+            results[index], scored = scored[: len(afters[index])], scored[len(afters[index]) :]
 
     def _scorer(self) -> tuple[Any, Any]:
         """The scoring context and its batch: the main context's settings, a smaller window."""
@@ -293,6 +265,14 @@ class LlamaModel:
         """A copy of the logits of the last evaluated token (private)."""
         raw = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.n_vocab,))
         return raw.astype(np.float32)
+
+
+def _logprobs(rows: Sequence[np.ndarray[Any, Any]], tokens: Sequence[int]) -> list[float]:
+    """The log-probability of each of ``tokens`` under the logits of the same row (rows in batches)."""
+    scores = np.concatenate(rows)
+    top = scores.max(axis=1, keepdims=True)
+    normal = top[:, 0] + np.log(np.exp(scores - top).sum(axis=1))
+    return [float(scores[i, token] - normal[i]) for i, token in enumerate(tokens)]
 
 
 def _shared(a: Sequence[int], b: Sequence[int]) -> int:

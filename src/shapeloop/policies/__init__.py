@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
-from shapeloop.policies.after_failure import CallAfterFailure
 from shapeloop.policies.base import (
     CallOutcome,
     Objection,
@@ -40,9 +39,7 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
-    {"fit-floor": FitFloor, "call-after-failure": CallAfterFailure}
-)
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor})
 
 
 def available() -> list[str]:
@@ -78,7 +75,6 @@ __all__ = [
     "DEFAULT",
     "PLAIN",
     "SMALL_MODEL",
-    "CallAfterFailure",
     "CallOutcome",
     "FitFloor",
     "Objection",
