@@ -188,6 +188,11 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
         on_ray(args, todo, write)
         return
     brain = make_brain(args.backend, args.model, args.base_url, args.context)
+    forget = getattr(brain, "forget_prompt", None)
+    if args.cold and not callable(forget):
+        brain.close()
+        raise SystemExit(f"--cold: the {args.backend} backend keeps no prompt in this process to forget; "
+                         "it is for the embedded backend (llamacpp)")  # fmt: skip
     if args.concurrency > 1 and brain.capabilities.exclusive:
         brain.close()
         why = "holds one model and one context, so it answers one request at a time"
@@ -196,7 +201,6 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
 
     def one(job: tuple[Item, str]) -> None:
         item, column = job
-        forget = getattr(brain, "forget_prompt", None)
         if args.cold and callable(forget):
             forget()
         write(item, column, run_item(brain, item, column, max_steps=args.max_steps, context=args.context))
@@ -232,7 +236,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
     parser.add_argument("--concurrency", type=int, default=1, help="items in flight at once against a server")
     parser.add_argument("--cold", action="store_true",
-                        help="the embedded backend forgets its evaluated prompt before each item's run, so the "
+                        help="the embedded backend forgets its main prompt before each item's run, so the "
                              "columns' seconds compare (else a step finds the last one's prompt cached)")  # fmt: skip
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="spread the items over a Ray cluster's workers (a local Ray without ADDRESS)")  # fmt: skip
@@ -242,6 +246,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.sample = "quick"
+    if args.cold and args.ray is not None:
+        parser.error("--cold compares columns in one process; a Ray worker keeps its own model: drop --ray")
     return args
 
 

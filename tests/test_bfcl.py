@@ -640,3 +640,8 @@ def test_cold_forgets_the_backends_prompt_before_each_items_run_so_columns_compa
     assert Forgetful.forgot == 0, "without --cold the prompt cache is the backend's to keep"
     benchmarks_main([*argv, "--cold", "--out", str(tmp_path / "cold")])
     assert Forgetful.forgot == 4, "two items in two columns"
+    with pytest.raises(SystemExit, match="embedded backend"):  # a brain with no prompt of its own to forget
+        monkeypatch.setattr(bfcl, "make_brain", lambda *args: do_nothing())
+        benchmarks_main([*argv, "--cold", "--out", str(tmp_path / "server")])
+    with pytest.raises(SystemExit):
+        benchmarks_main([*argv, "--cold", "--ray"])

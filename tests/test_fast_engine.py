@@ -201,28 +201,42 @@ def test_scoring_reuses_what_a_call_shares_with_the_last_and_scores_the_same() -
         return len(a) == len(b) and np.allclose(a, b, atol=0.25) and abs(np.mean(a) - np.mean(b)) < 0.15
 
     brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    context = brain.llama._scorer()[0]
+    decoded: list[int] = []
+    plain_decode = context.decode
+
+    def counting(batch: Any) -> None:
+        decoded.append(batch.batch.n_tokens)
+        plain_decode(batch)
+
+    context.decode = counting
     try:
         request = "A user's request: is it raining in Bergen right now?\nA tool that does it:"
         first = brain.llama.continuation_logprobs(request, " get_weather: current weather for a city")
-        held = len(brain.llama._scored)
-        shared = brain.llama.continuation_logprobs(request, " send_mail: send an e-mail")
-        # the second call kept the request's tokens and evaluated from where the two part
-        assert held > len(brain.llama.llm.tokenize(request.encode())) - 2
+        decoded.clear()
+        mail = " send_mail: send an e-mail"
+        shared = brain.llama.continuation_logprobs(request, mail)
+        # the second call kept the request and evaluated only its last token and the continuation
+        assert sum(decoded) == len(brain.llama.llm.tokenize(mail.encode(), add_bos=False)), decoded
         brain.llama.continuation_logprobs("Something else entirely:", " x")  # the context now holds other text
-        fresh = brain.llama.continuation_logprobs(request, " send_mail: send an e-mail")
+        decoded.clear()
+        fresh = brain.llama.continuation_logprobs(request, mail)
+        assert sum(decoded) > len(brain.llama.llm.tokenize(request.encode())), "the request evaluated again"
         again = brain.llama.continuation_logprobs(request, " get_weather: current weather for a city")
         # the same scores, but for the arithmetic of a batch of another shape (llama.cpp sums the
         # attention in another order: up to 0.14 a token here, measured)
         assert same(shared, fresh) and same(first, again), (shared, fresh)
-        # side by side, each in a sequence of its own, the same scores as one at a time
+        # side by side, each in a sequence of its own, the same scores as one at a time; twenty
+        # continuations fill two groups (15 sequences at a time)
         docs = [" get_weather: current weather for a city", " send_mail: send an e-mail", " x", " get_weather"]
+        docs += [f" tool_{i}: does thing number {i} for the user" for i in range(16)]
         together = brain.llama.continuations_logprobs(request, docs)
         alone = [brain.llama.continuation_logprobs(request, doc) for doc in docs]
         assert [len(t) for t in together] == [len(a) for a in alone]
         assert all(same(t, a) for t, a in zip(together, alone, strict=True)), (together, alone)
         # the brain keeps the scores after "A tool:" across tasks, and gives them in the order asked
         bases = brain.continuations_logprobs("A tool:", docs[:2])
-        assert brain.continuations_logprobs("A tool:", docs[1::-1]) == bases[::-1]
+        assert brain.continuations_logprobs("A tool:", [docs[1], docs[0], docs[1]]) == [bases[1], bases[0], bases[1]]
     finally:
         brain.close()
 

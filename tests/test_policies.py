@@ -365,3 +365,29 @@ def test_the_fit_floor_without_a_calibrated_floor_is_left_out_and_says_so() -> N
     calibrated = Capabilities(logprobs=True, calibration=(("fit_floor", -2.0),))
     run = run_agent(Scoring([answer_step("x")], capabilities=calibrated), [], "t", policies=(FitFloor(),))
     assert run.policies == ("fit-floor",)
+
+
+class BatchScoringBrain(ScoringBrain):
+    """A ScoringBrain that also scores several continuations of one prefix at once, as the embedded
+    backend does; it records each batch it is asked."""
+
+    def __init__(self, script: Sequence[Any]) -> None:
+        super().__init__(script)
+        self.batches: list[tuple[str, tuple[str, ...]]] = []
+
+    def continuations_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[list[float]]:
+        self.batches.append((prefix, tuple(continuations)))
+        return [self.continuation_logprobs(prefix, c) for c in continuations]
+
+
+def test_the_fit_floor_scores_the_tools_side_by_side_where_the_brain_can_and_judges_the_same() -> None:
+    task = "What is the capital of Peru?"
+    one = ScoringBrain([answer_step("Lima.")])
+    both = BatchScoringBrain([answer_step("Lima.")])
+    runs = [run_agent(b, [get_weather, send_mail], task, policies=[FitFloor()]) for b in (one, both)]
+    assert [r.interventions for r in runs] == [{"fit-floor": 1}] * 2
+    assert [e.reason for e in _policy_events(runs[0])] == [e.reason for e in _policy_events(runs[1])]
+    # the request against both tools, and both tools alone: two batches, not four single passes
+    assert [(prefix.split(":")[0], len(docs)) for prefix, docs in both.batches] == [("A user's request", 2),
+                                                                                  ("A tool", 2)]  # fmt: skip
+    assert sorted(both.scored) == sorted(one.scored), "the same texts scored, only grouped"

@@ -76,7 +76,10 @@ class Capabilities:
             talks to a server declares ``exclusive=False``: the server takes concurrent requests.
         logprobs: it scores text: ``continuation_logprobs(prefix, continuation)`` returns the
             log-probability of each token of the continuation (policies that read the model's own
-            likelihoods need it, :class:`~shapeloop.policies.FitFloor`).
+            likelihoods need it, :class:`~shapeloop.policies.FitFloor`). It may also have
+            ``continuations_logprobs(prefix, continuations)``, the same for several continuations
+            of one prefix at once (the embedded backend evaluates the prefix once); a policy reads
+            either through :class:`~shapeloop.policies.RunView`.
         calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
     """
 

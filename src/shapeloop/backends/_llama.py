@@ -149,8 +149,8 @@ class LlamaModel:
         predicted: a prefix longer than a batch is evaluated whole, not cut. It runs in a second
         context on the same weights (:data:`SCORING_WINDOW` tokens; text beyond it is left out), so
         the prompt the main context holds stays cached for the next step. That context keeps the last
-        prefix it evaluated: a call that opens the same way (one request scored against each of
-        several tools) evaluates only from where the two part (private)."""
+        prefix it evaluated, but its last token: a call that opens the same way (one request scored
+        against each of several tools) evaluates only from where the two part (private)."""
         before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
         after = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
         return self.token_logprobs(before, after)
@@ -169,8 +169,9 @@ class LlamaModel:
 
     def continuations_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[list[float]]:
         """:meth:`continuation_logprobs` of each continuation after one prefix: the prefix is
-        evaluated once, and the continuations side by side in as few batches as they fill, each in a
-        sequence of its own that reads the prefix and itself only (private)."""
+        evaluated once, and the continuations side by side, each in a sequence of its own that reads
+        the prefix and itself only, in as few batches as they fill (15 sequences and the window's room
+        at a time) (private)."""
         before = self.llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=False)
         afters = [self.llm.tokenize(c.encode("utf-8"), add_bos=False, special=False) for c in continuations]
         return self.token_logprobs_many(before, afters)
@@ -200,7 +201,9 @@ class LlamaModel:
         """Make sequence 0 hold ``tokens``: what it holds of them is kept, the rest evaluated."""
         context, batch = self._scorer()
         kept, size = _shared(self._scored, tokens), context.params.n_batch
-        context.kv_cache_seq_rm(-1, kept, -1)
+        if not context.kv_cache_seq_rm(0, kept, -1):  # a recurrent model cannot drop a tail: start over
+            context.kv_cache_clear()
+            kept = 0
         self._scored = self._scored[:kept]
         try:
             for start in range(kept, len(tokens), size):
@@ -210,7 +213,7 @@ class LlamaModel:
                 context.decode(batch)
                 self._scored.extend(chunk)
         except BaseException:
-            context.kv_cache_seq_rm(-1, 0, -1)
+            context.kv_cache_clear()
             self._scored = []
             raise
 
@@ -236,7 +239,7 @@ class LlamaModel:
                 raw = np.ctypeslib.as_array(context.get_logits(), shape=(len(chunk), self.n_vocab))
                 rows.append(raw.astype(np.float32))
         except BaseException:
-            context.kv_cache_seq_rm(-1, 0, -1)
+            context.kv_cache_clear()
             self._scored = []
             raise
         finally:

@@ -200,13 +200,14 @@ class LlamaCppBrain(BaseBrain):
         kept = prefix in ("A user's request:", "A tool:")
         todo = [c for c in dict.fromkeys(continuations) if not (kept and (prefix, c) in self._bases)]
         with mapped_errors(ERRORS, backend="llamacpp"):
-            scored = dict(zip(todo, self.llama.continuations_logprobs(prefix, todo), strict=True))
-        made = [scored[c] if c in scored else self._bases[prefix, c] for c in continuations]
+            made = self.llama.continuations_logprobs(prefix, todo)
+        scored = dict(zip(todo, made, strict=True))
+        asked = [scored[c] if c in scored else self._bases[prefix, c] for c in continuations]
         if kept:
             if len(self._bases) + len(scored) > 1024:
                 self._bases.clear()
             self._bases.update({(prefix, c): scores for c, scores in scored.items()})
-        return made
+        return asked
 
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
         """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat

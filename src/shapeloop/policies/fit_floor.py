@@ -17,8 +17,8 @@ numbers the model computes, not words, so it works in any language the model rea
 Cost: 3N+1 extra evaluations for N tools at a task's first step, N+1 of them as long as the
 request's first ``max_task_chars`` characters: the forward ones, one for each tool, and its base. The
 reverse ones open with the same request, which the embedded backend evaluates once, then the N
-summaries side by side in one batch (their bases after "A tool:" are kept across tasks). It scores in
-a context of its own, so the step's prompt cache is kept. The reverse term alone would cost about
+summaries side by side, 15 to a batch (their bases after "A tool:" are kept across tasks). It
+scores in a context of its own, so the step's prompt cache is kept. The reverse term alone would cost about
 half, but it does not tell a fitting tool from an unfitting one reliably ("Is it raining in Bergen?"
 and "Who wrote War and Peace?" score alike against a weather tool) and on BFCL's tune sample with
 qwen2.5-coder-0.5b it turned 11 irrelevant requests into answers against 17 for both terms (and 0
