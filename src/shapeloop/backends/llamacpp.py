@@ -213,16 +213,7 @@ class LlamaCppBrain(BaseBrain):
         """The log-probability of each token of ``continuation`` after ``prefix`` (plain text, no chat
         template). A prefix the policies use for every task ("A tool:") keeps its scores across
         tasks. It runs in a context of its own, so the prompt cache is kept for the next step."""
-        kept = prefix in ("A user's request:", "A tool:")
-        if kept and (prefix, continuation) in self._bases:
-            return self._bases[prefix, continuation]
-        with mapped_errors(ERRORS, backend="llamacpp"):
-            scores = self.llama.continuation_logprobs(prefix, continuation)
-        if kept:
-            if len(self._bases) >= 1024:
-                self._bases.clear()
-            self._bases[prefix, continuation] = scores
-        return scores
+        return self.continuations_logprobs(prefix, [continuation])[0]
 
     def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
         assert self._fast is not None
