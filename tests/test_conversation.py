@@ -283,6 +283,11 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
         other = Conversation(brain, tools, policies=(), context_window=8192, **options)  # type: ignore[arg-type]
         assert other.max_history_tokens == 8192 - counted(**options) - DEFAULT_TURN_ROOM, options
         assert counted(**options) != counted(), options
+    # native tool calls: the backend renders the tools' specs beside the prompt, so they take room too
+    native = Conversation(brain, tools, policies=(), context_window=8192, mode="native")
+    specs = json.dumps([t.spec() for t in tools], ensure_ascii=False)
+    assert native.max_history_tokens == 8192 - (len(opening_prompt(tools)) + 1 + len(specs)) // 4 - DEFAULT_TURN_ROOM
+    assert native.max_history_tokens < talk.max_history_tokens - 100
     sent = CountingBrain([answer_step('{"folder": "/", "names": []}')])
     typed = Conversation(sent, tools, policies=(), context_window=8192, output_type=Listing)
     typed.ask("List the folder.")

@@ -41,6 +41,7 @@ from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
 from shapeloop.step import Batch, Step
+from shapeloop.toolbox import Toolbox
 from shapeloop.tools import Tool, ToolCall
 
 DEFAULT_HISTORY_CHARS = 16_000
@@ -415,8 +416,13 @@ def _window_budget(
     brain: Brain | Callable[..., Any], tools: Sequence[Tool], options: dict[str, Any], window: int, room: int
 ) -> int:
     """The history's tokens in ``window``: less the system prompt every request's run opens with
-    (counted by the brain, or three characters a token) and ``room``, at least a quarter of it."""
+    (counted by the brain, or three characters a token) and ``room``, at least a quarter of it. In
+    ``mode="native"`` the backend renders the offered tools' specs as well, so they are counted too."""
     prompt = opening_prompt(tools, **options)
+    if options.get("mode") == Mode.NATIVE:
+        offered = Toolbox(tools, allow=options.get("allow_tools"), deny=options.get("deny_tools"),
+                          limits=options.get("limits")).tools.values()  # fmt: skip
+        prompt += "\n" + json.dumps([t.spec() for t in offered], ensure_ascii=False)
     if isinstance(brain, TokenCounter):
         taken = _counted(brain, [Message(role="system", content=prompt)])
     else:
