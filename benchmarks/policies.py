@@ -6,14 +6,14 @@ and the decision by the rule; writes ``measurements/policies.json`` from the BFC
 
 A policy's column is any column of the records that is not ``raw``, ``plain``, ``default`` or
 ``native`` (``--policies fit-floor`` writes the column ``fit-floor``). Only the tune sample counts
-(the report categories never choose anything), only items both columns ran with the same
-multi-turn adapter (``adapter`` in a record: a column measured before the adapter changed is paired
-with the plain loop's records of its own version), and only items the policy acted on count as
-gained or lost (where it never acted, the run is the plain loop's, and a verdict that differs is
-the backend's noise: the embedded backend evaluates a prompt prefix from its cache in other
-batches, which can flip a greedy choice; those items are listed apart). The file's
-``probes`` (one-off first-step experiments, written by hand with their scripts' description) are
-kept from the file as it was.
+(the report categories never choose anything), only items both columns ran through the same backend
+with the same multi-turn adapter (``adapter`` in a record: a column measured before the adapter
+changed is paired with the plain loop's records of its own version), and only items the policy acted
+on count as gained or lost (where it never acted, the run is the plain loop's, and a verdict that
+differs is the backend's noise: the embedded backend evaluates a prompt prefix from its cache in
+other batches, which can flip a greedy choice; those items are listed apart). The file's ``probes``
+(one-off first-step experiments, written by hand with their scripts' description) are kept from
+the file as it was.
 """
 
 from __future__ import annotations
@@ -68,12 +68,13 @@ def _newest(records: Sequence[dict[str, Any]], model: str, column: str) -> dict[
 def _match(
     records: Sequence[dict[str, Any]], model: str, base: str, mine: Mapping[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """For each of ``mine``'s items, ``base``'s record at the same adapter version; ``raw``, which
-    the adapter does not touch, matches any version."""
+    """For each of ``mine``'s items, ``base``'s record through the same backend and at the same
+    adapter version; ``raw``, which the adapter does not touch, matches any version."""
     return {
         r["id"]: r
         for r in records
         if r["model"] == model and r["column"] == base and r["id"] in mine
+        and r.get("backend") == mine[r["id"]].get("backend")
         and (base == "raw" or r.get("adapter") == mine[r["id"]].get("adapter"))
     }  # fmt: skip
 

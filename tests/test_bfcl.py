@@ -532,6 +532,11 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     raw = [{**r, "column": "raw", "interventions": None} for r in policy]
     loop = policies.paired(policies.tune_records(plain + raw), small, "plain", base="raw")
     assert loop is not None and loop["gained"] and loop["lost"]  # the loop against raw: every difference counts
+    # a column is paired with the plain loop's records through its own backend only
+    served = [{**r, "backend": "ollama"} for r in policy]
+    assert policies.paired(policies.tune_records(plain + served), small, "x") is None
+    both_ways = plain + [{**r, "backend": "ollama"} for r in plain] + served
+    assert policies.paired(policies.tune_records(both_ways), small, "x")["net"] == row["net"]  # type: ignore[index]
     assert policies.decide({**row, "interventions": 0}, None) == (
         False,
         "never acted on its 10 tune items for qwen2.5-coder-0.5b: not judged",
