@@ -264,7 +264,7 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
     from pydantic import BaseModel
 
     from shapeloop.agent import opening_prompt
-    from shapeloop.conversation import DEFAULT_TURN_ROOM
+    from shapeloop.conversation import DEFAULT_TURN_ROOM, estimate_tokens
 
     class Listing(BaseModel):
         folder: str
@@ -292,10 +292,10 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
     typed = Conversation(sent, tools, policies=(), context_window=8192, output_type=Listing)
     typed.ask("List the folder.")
     assert sent.asked[0].messages[0]["content"] == opening_prompt(tools, output_type=Listing)
-    chars = Conversation(ScriptedBrain([]), tools, policies=(), context_window=8192)
-    prompt_chars = len(opening_prompt(tools))
-    assert chars.max_history_tokens is None
-    assert chars.max_history_chars == 3 * (8192 - prompt_chars // 3 - DEFAULT_TURN_ROOM)  # three characters a token
+    # a brain that cannot count: the prompt's tokens estimated, the history then measured the same way
+    guessed = Conversation(ScriptedBrain([]), tools, policies=(), context_window=8192)
+    assert guessed.max_history_tokens == 8192 - estimate_tokens(opening_prompt(tools)) - DEFAULT_TURN_ROOM
+    assert guessed.max_history_chars is None
     for bad in ({"context_window": 0}, {"context_window": 4096, "turn_room": -1}, {"turn_room": 100}):
         with pytest.raises(ValueError, match=r"must be|give context_window"):
             Conversation(brain, tools, **bad)  # type: ignore[arg-type]
@@ -574,3 +574,31 @@ def test_save_after_a_resume_onto_the_file_it_streams_to_keeps_later_requests(tm
 def test_run_options_are_checked_when_the_conversation_is_made(option: dict[str, object], said: str) -> None:
     with pytest.raises((ValueError, TypeError), match=said):
         Conversation(ScriptedBrain([]), [], **option)
+
+
+def test_a_window_budget_for_a_brain_that_cannot_count_is_estimated_so_chinese_is_not_three_times_over() -> None:
+    from shapeloop.agent import opening_prompt
+    from shapeloop.conversation import estimate_tokens
+
+    assert estimate_tokens("") == 0 and estimate_tokens("abc") == 1 and estimate_tokens("abcd") == 2
+    assert estimate_tokens("北京天气") == 4 and estimate_tokens("Grüße") == 3  # G, r, e by threes; ü, ß one each
+    report = "请把报告里的数字加起来并告诉我结果。" * 20  # 360 characters: about 250 tokens for Qwen's tokenizer
+    assert estimate_tokens(report) == len(report)
+
+    @tool
+    def read(name: str) -> str:
+        """Read a report."""
+        return report
+
+    steps = [tool_step("read", name="a"), answer_step("好"), tool_step("read", name="b"), answer_step("好")]
+    brain = ScriptedBrain(steps)
+    # a window that leaves the history 400 tokens: one request's result fits, two do not
+    window = estimate_tokens(opening_prompt([read])) + 400 + 400
+    talk = Conversation(brain, [read], policies=(), context_window=window, turn_room=400)
+    assert talk.max_history_tokens == 400 and talk.max_history_chars is None
+    assert not talk.ask("读报告 a").cuts
+    second = talk.ask("再读报告 b")
+    # the first result is cut; at three characters a token (1 200 for 400 tokens) both results would have stayed
+    assert second.cuts and second.cuts[0].startswith('[result of read({"name": "a"}) cut: ')
+    earlier = brain.asked[2].messages[1:-1]  # what the second request's first step read before the request
+    assert earlier and sum(estimate_tokens(m["content"]) for m in earlier) <= 400

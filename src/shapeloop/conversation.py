@@ -49,7 +49,7 @@ DEFAULT_HISTORY_CHARS = 16_000
 DEFAULT_TURN_ROOM = 2048
 """Tokens of the window a ``context_window`` budget keeps for a request's own steps (its calls,
 results and replies)."""
-_CHARS_A_TOKEN = 3  # for a brain that cannot count: a budget in tokens is kept as this many characters each
+_ASCII_A_TOKEN = 3  # for a brain that cannot count: ASCII characters a token, on the generous side (English: ~4)
 
 _WHY = "to keep the conversation within its window"
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
@@ -132,8 +132,9 @@ class Conversation:
         max_history_tokens: the budget in tokens instead, counted by the brain's ``count_tokens``.
         context_window: the model's window in tokens, instead of a budget: the history gets what the
             window leaves after the system prompt (the tools' documentation and ``system``) and
-            ``turn_room``, at least a quarter of the window; in tokens where the brain counts them,
-            else in characters (three a token).
+            ``turn_room``, at least a quarter of the window; in tokens, counted by the brain where it
+            counts them, else estimated by :func:`estimate_tokens` (one a non-ASCII character, so a
+            Chinese or Russian history is not three times over).
         turn_room: the tokens a ``context_window`` budget keeps for a request's own steps.
         transcript_path: a file the conversation's log is appended to after each request (JSON
             Lines, the format :meth:`resume` reads), instead of each run's own transcript.
@@ -180,14 +181,11 @@ class Conversation:
             raise ValueError("turn_room applies to a budget worked out from context_window: give context_window too")
         self.tools = list(tools)
         if context_window is not None:
-            counted = isinstance(brain, TokenCounter)
-            tokens = _window_budget(brain, self.tools, options, context_window, turn_room)
-            max_history_tokens = tokens if counted else None
-            max_history_chars = None if counted else tokens * _CHARS_A_TOKEN
-        if max_history_tokens is not None and not isinstance(brain, TokenCounter):
+            max_history_tokens = _window_budget(brain, self.tools, options, context_window, turn_room)
+        elif max_history_tokens is not None and not isinstance(brain, TokenCounter):
             raise ValueError(
                 f"max_history_tokens needs a brain that counts tokens (count_tokens); {type(brain).__name__} "
-                "does not: give max_history_chars instead"
+                "does not: give max_history_chars, or context_window (a budget then estimated in tokens)"
             )
         self.brain = brain
         self._sinks = as_sinks(options.pop("on_event", None))  # a generator of hooks, read once, serves every request
@@ -407,8 +405,9 @@ class Conversation:
     def _over(self) -> bool:
         history = self.history
         if self.max_history_tokens is not None:
-            assert isinstance(self.brain, TokenCounter)
-            return bool(history) and _counted(self.brain, history) > self.max_history_tokens
+            if isinstance(self.brain, TokenCounter):
+                return bool(history) and _counted(self.brain, history) > self.max_history_tokens
+            return sum(estimate_tokens(m["content"]) for m in history) > self.max_history_tokens
         return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
 
 
@@ -416,7 +415,7 @@ def _window_budget(
     brain: Brain | Callable[..., Any], tools: Sequence[Tool], options: dict[str, Any], window: int, room: int
 ) -> int:
     """The history's tokens in ``window``: less the system prompt every request's run opens with
-    (counted by the brain, or three characters a token) and ``room``, at least a quarter of it. In
+    (counted by the brain, or estimated by :func:`estimate_tokens`) and ``room``, at least a quarter of it. In
     ``mode="native"`` the backend renders the offered tools' specs as well, so they are counted too."""
     prompt = opening_prompt(tools, **options)
     if options.get("mode") == Mode.NATIVE:
@@ -426,7 +425,7 @@ def _window_budget(
     if isinstance(brain, TokenCounter):
         taken = _counted(brain, [Message(role="system", content=prompt)])
     else:
-        taken = len(prompt) // _CHARS_A_TOKEN
+        taken = estimate_tokens(prompt)
     if taken >= window:
         raise WindowTooSmall(window, taken)
     left = window - taken - room
@@ -440,6 +439,15 @@ def _window_budget(
             stacklevel=3,
         )
     return max(kept, left)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` takes, estimated without a tokenizer and on the generous side: three ASCII
+    characters a token (English runs about four) and one for each other character (Chinese runs one
+    or two characters a token, Russian or Greek two or three). What a ``context_window`` budget is
+    counted in for a brain that cannot count tokens."""
+    wide = sum(not char.isascii() for char in text)
+    return wide + -(-(len(text) - wide) // _ASCII_A_TOKEN)
 
 
 def _counted(brain: TokenCounter, messages: Sequence[Message]) -> int:
