@@ -139,8 +139,10 @@ def _mean(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def chart(summaries: Sequence[dict[str, Any]], path: Path) -> bool:
-    """Accuracy per category, a bar for each model and column, on the tune sample (else the report
-    sample, else what there is); False where matplotlib is not installed or nothing was measured."""
+    """Accuracy per category, a bar for each model and column, on the report sample (the held-out
+    headline; else the tune sample, else what there is), the policy columns left out where the
+    standing ones (raw, native, plain, default) ran; False where matplotlib is not installed or
+    nothing was measured."""
     try:
         import matplotlib
 
@@ -148,8 +150,10 @@ def chart(summaries: Sequence[dict[str, Any]], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    split = next((n for n in ("tune", "report", "other") if any(s["split"] == n for s in summaries)), None)
+    split = next((n for n in ("report", "tune", "other") if any(s["split"] == n for s in summaries)), None)
     chosen = [s for s in summaries if s["split"] == split]
+    standing = [s for s in chosen if s["column"] in {"raw", "native", "plain", "default"}]
+    chosen = standing or chosen
     if not chosen:
         return False
     categories = [c for c in CATEGORIES if any(s["category"] == c for s in chosen)]
