@@ -17,7 +17,9 @@ Every item's record is appended to a JSON Lines file as the item ends
 builds ``measurements/bfcl.json`` from every record there. ``--concurrency N`` keeps N items in
 flight against a server; ``--ray [ADDRESS]`` spreads them over the workers of a Ray cluster (one
 model loaded per worker, one CPU each; a local Ray without an address), the records written as
-they come back, so ``--resume`` works the same.
+they come back, so ``--resume`` works the same. ``--transcripts DIR`` also writes each loop run's
+transcript (a multi-turn entry's conversation log) to ``DIR/<model>/<column>/<id>.jsonl``, to read
+what the model did.
 
 The split. Tune categories, on which any prompt, policy or mechanism may be chosen:
 ``live_multiple``, ``live_irrelevance``, ``live_parallel``, ``live_parallel_multiple``,
@@ -203,7 +205,9 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
         item, column = job
         if args.cold and callable(forget):
             forget()
-        write(item, column, run_item(brain, item, column, max_steps=args.max_steps, context=args.context))
+        transcript = transcript_file(args.transcripts, args.model, column, item.id) if args.transcripts else None
+        write(item, column, run_item(brain, item, column, max_steps=args.max_steps, context=args.context,
+                                     transcript=transcript))  # fmt: skip
 
     try:
         if args.concurrency > 1:
@@ -241,6 +245,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="spread the items over a Ray cluster's workers (a local Ray without ADDRESS)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="skip items that already have a record")
+    parser.add_argument("--transcripts", type=Path, metavar="DIR",
+                        help="also write each loop run's transcript (a multi-turn entry's conversation log) to "
+                             "DIR/<model>/<column>/<id>.jsonl, for reading what the model did")  # fmt: skip
     parser.add_argument("--out", type=Path, default=RECORDS, help="folder for the records (default measurements/bfcl)")
     parser.add_argument("--merge", action="store_true", help="only rebuild measurements/bfcl.json from the records")
     args = parser.parse_args(argv)
@@ -248,7 +255,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.sample = "quick"
     if args.cold and args.ray is not None:
         parser.error("--cold compares columns in one process; a Ray worker keeps its own model: drop --ray")
+    if args.transcripts and args.ray is not None:
+        parser.error("--transcripts writes files on this machine; a Ray worker may run on another: drop --ray")
     return args
+
+
+def transcript_file(folder: Path, model: str, column: str, item_id: str) -> Path:
+    """Where ``--transcripts`` puts an item's transcript: ``folder/<model>/<column>/<id>.jsonl`` (a
+    column's commas become ``+``)."""
+    return folder / slug(model) / column.replace(",", "+") / f"{item_id}.jsonl"
 
 
 def columns_of(args: argparse.Namespace) -> list[str]:

@@ -20,6 +20,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.bfcl_data import Item, json_schema, load
@@ -239,15 +240,19 @@ def _run_facts(run: AgentRun[Any], seconds: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[str, Any]:
-    """A single-turn item through the loop; its record (the score and how the run went)."""
+def run_loop(
+    brain: Brain, item: Item, column: str, *, max_steps: int, transcript: Path | None = None
+) -> dict[str, Any]:
+    """A single-turn item through the loop; its record (the score and how the run went). With
+    ``transcript``, the run's messages and events are written there too (a file made anew)."""
     made = Made()
     native = column == "native"
     system, history, task = _split(item.turns[0])
     started = time.perf_counter()
     tools = single_tools(item, made, native=native)
     run = run_agent(FirstCalls(brain, made), tools, task, batch=True, max_steps=max_steps, system=system,
-                    history=history or None, on_event=made.on_event, **loop_options(column))  # fmt: skip
+                    history=history or None, on_event=made.on_event, transcript_path=_fresh(transcript),
+                    **loop_options(column))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
     facts["decision_gap"] = made.gaps[0] if made.gaps else None
     if made.calls:  # the run ended on Scored (or on its last step): it called, as raw's "called"
@@ -256,9 +261,12 @@ def run_loop(brain: Brain, item: Item, column: str, *, max_steps: int) -> dict[s
     return {**score_single(item, calls, answer=run.answer, proposed=facts["proposed"], native=native), **facts}
 
 
-def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, context: int) -> dict[str, Any]:
+def run_loop_multi(
+    brain: Brain, item: Item, column: str, *, max_steps: int, context: int, transcript: Path | None = None
+) -> dict[str, Any]:
     """A multi-turn item through the loop: each turn one request of a :class:`~shapeloop.Conversation`
-    whose history is kept within the model's window of ``context`` tokens; its record."""
+    whose history is kept within the model's window of ``context`` tokens; its record. With
+    ``transcript``, the conversation's log is written there too (a file made anew)."""
     session = f"shapeloop_live_{uuid.uuid4().hex}"
     made = Made()
     tools = multi_tools(item, made, session)
@@ -266,7 +274,7 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, con
     if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
         raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
     options = {"batch": True, "max_steps": max_steps, "system": system, "on_event": made.on_event,
-               **loop_options(column, state_line(item, session))}  # fmt: skip
+               "transcript_path": _fresh(transcript), **loop_options(column, state_line(item, session))}  # fmt: skip
     with warnings.catch_warnings(record=True) as warned:  # a tight window is a fact of the record, not a crash
         warnings.simplefilter("always", UserWarning)
         try:
@@ -294,6 +302,7 @@ def run_loop_multi(brain: Brain, item: Item, column: str, *, max_steps: int, con
             turns.append(_by_step(made.calls))
             per_turn.append({**_run_facts(asked.run, time.perf_counter() - begun), "cuts": len(asked.cuts)})
     finally:
+        conversation.close()
         forget(session)
     record = multi_record(item, turns, per_turn, time.perf_counter() - started)
     return {**record, "adapter": ADAPTER, "history_budget": budget}
@@ -440,11 +449,23 @@ def run_raw_multi(brain: Brain, item: Item) -> dict[str, Any]:
     return multi_record(item, turns, per_turn, time.perf_counter() - started)
 
 
-def run_item(brain: Brain, item: Item, column: str, *, max_steps: int, context: int = 8192) -> dict[str, Any]:
+def run_item(
+    brain: Brain, item: Item, column: str, *, max_steps: int, context: int = 8192, transcript: Path | None = None
+) -> dict[str, Any]:
     """One item in one column: ``raw``, or a policy set for the loop (``plain``, ``default``, ``a,b``);
-    ``context`` is the model's window in tokens (multi-turn keeps its history within it)."""
+    ``context`` is the model's window in tokens (multi-turn keeps its history within it). With
+    ``transcript``, a loop column writes its run's transcript (or its conversation's log) there; raw,
+    one reply that its record keeps, writes none."""
     if column == "raw":
         return run_raw_multi(brain, item) if item.multi_turn else run_raw(brain, item)
     if item.multi_turn:
-        return run_loop_multi(brain, item, column, max_steps=max_steps, context=context)
-    return run_loop(brain, item, column, max_steps=max_steps)
+        return run_loop_multi(brain, item, column, max_steps=max_steps, context=context, transcript=transcript)
+    return run_loop(brain, item, column, max_steps=max_steps, transcript=transcript)
+
+
+def _fresh(path: Path | None) -> Path | None:
+    """``path`` emptied, its folder made: a rerun of an item replaces its transcript."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+    return path

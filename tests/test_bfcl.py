@@ -415,6 +415,34 @@ def test_the_native_column_names_functions_without_dots_and_is_scored_as_bfcl_ma
     assert not bfcl_run.run_item(brain("math_factorial"), item, "plain", max_steps=3)["valid"]
 
 
+def test_transcripts_keep_what_each_loop_run_read_and_said_and_a_rerun_replaces_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "transcripts"
+    argv = ["--category", "irrelevance", "--limit", "1", "--columns", "raw,plain", "--out", str(tmp_path / "bfcl"),
+            "--transcripts", str(folder)]  # fmt: skip
+    for _ in range(2):
+        _main_with(lambda: ScriptedBrain(lambda request: step_answer("No such function.")), monkeypatch, argv)
+    written = [p.relative_to(folder).as_posix() for p in folder.rglob("*.jsonl")]
+    assert written == ["qwen2.5-coder-0.5b/plain/irrelevance_0.jsonl"]  # raw's one reply is in its record
+    lines = (folder / "qwen2.5-coder-0.5b/plain/irrelevance_0.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    task = bfcl_data.items("irrelevance")[0].turns[0][-1]["content"]
+    messages = [e for e in entries if e["type"] == "message"]
+    assert messages[1] == {"type": "message", "role": "user", "content": task}  # once: the rerun replaced it
+    assert "No such function." in messages[-1]["content"] and entries[-1]["type"] == "event"
+    # a multi-turn entry writes its conversation's log, the file Conversation.resume reads
+    item = _quasar_item()
+    path = bfcl.transcript_file(folder, "m", "plain,state-line", item.id)
+    assert path == folder / "m" / "plain+state-line" / "multi_turn_base_104.jsonl"
+    bfcl_run.run_item(ScriptedBrain(Oracle(item, [[("get_stock_info", {"symbol": "QUAS"})], []])), item, "plain",
+                      max_steps=3, transcript=path)  # fmt: skip
+    log = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["type"] for e in log].count("request") == len(item.turns) and log[0]["type"] == "request"
+    with pytest.raises(SystemExit):
+        bfcl.parse([*argv, "--ray"])
+
+
 def test_concurrency_needs_a_brain_that_takes_requests_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

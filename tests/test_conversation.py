@@ -213,9 +213,9 @@ def test_a_conversation_streams_its_log_and_a_resume_appends_to_it(tmp_path: Pat
     talk.close()
     written = path.read_text(encoding="utf-8").splitlines()
     assert json.loads(written[0])["type"] == "request" and len(written) == len(talk.transcript)
-    again = Conversation.resume(path, ScriptedBrain([answer_step("two")]), [], policies=(), transcript_path=path)
-    again.ask("Second?")
-    again.close()
+    with Conversation.resume(path, ScriptedBrain([answer_step("two")]), [], policies=(), transcript_path=path) as again:
+        again.ask("Second?")
+    assert again.transcript._file is None  # the block closed the log
     entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [e["request"] for e in entries if e["type"] == "request"] == ["First?", "Second?"]
     users = [e["content"] for e in entries if e.get("role") == "user"]

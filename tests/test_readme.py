@@ -41,3 +41,64 @@ def test_the_headline_table_has_a_row_for_each_model_and_column_and_the_publishe
     assert "| Qwen2.5-0.5B-Instruct | prompt, full precision, BFCL v3 | 53.9 | 34.8 | 16.4 | 0.0 |" in table
     assert "58.0 | 73.9" in table  # Hammer2.1-0.5b, a model fine-tuned for function calling
     assert "pending" not in table
+
+
+def _rows(section: str) -> list[dict[str, str]]:
+    """Every row of every Markdown table in ``section``, as a dict from its table's header."""
+    rows: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set("".join(cells)) <= set("-: "):
+            rows.append(dict(zip(header, cells, strict=True)))
+    return rows
+
+
+def test_the_headline_figures_are_the_ones_measured() -> None:
+    """Each BFCL figure the README gives (right of items, per model, column and category) is the one in
+    ``measurements/bfcl.json``, for the sample the category or the entries belong to."""
+    import json
+
+    summaries = json.loads((ROOT / "measurements" / "bfcl.json").read_text())["summaries"]
+    report = {"simple_python", "multiple", "irrelevance", "live_simple"}
+    columns = {"raw (one call, no loop)": "raw", "plain loop = default preset (`policies=()`)": "plain"}
+
+    def measured(model: str, column: str, split: str, category: str, key: str = "right") -> tuple[int, int]:
+        (found,) = [s for s in summaries if (s["model"], s["column"], s["split"], s["category"])
+                    == (model, column, split, category)]  # fmt: skip
+        return found[key], found["items"] if key == "right" else found["turns_total"]
+
+    def fraction(cell: str) -> tuple[int, int]:
+        right, items = re.search(r"(\d+)/(\d+)", cell).groups()  # type: ignore[union-attr]
+        return int(right), int(items)
+
+    section = README[README.index("## How it does") : README.index("## Documentation")]
+    checked = 0
+    for row in _rows(section):
+        model, column = row.get("model"), columns.get(row.get("column", ""))
+        if not model or not column:
+            continue
+        if "entries" in row:  # multi-turn: "0-19" is the report sample, "100-119" the tune one
+            split = "report" if row["entries"].startswith("0-") else "tune"
+            assert fraction(row["entries right"]) == measured(model, column, split, "multi_turn_base"), row
+            state = row["turns whose state matches the truth"]
+            assert fraction(state) == measured(model, column, split, "multi_turn_base", "turns_state"), row
+            checked += 2
+            continue
+        categories = {name: name.replace(" ", "_") for name in row if name.replace(" ", "_") in report
+                      or name.startswith(("live ", "parallel"))}  # fmt: skip
+        total = [0, 0]
+        for name, category in categories.items():
+            split = "report" if category in report else "tune"
+            right, items = measured(model, column, split, category)
+            assert fraction(row[name]) == (right, items), (model, column, name)
+            total = [total[0] + right, total[1] + items]
+            checked += 1
+        if "all single-turn" in row:
+            assert fraction(row["all single-turn"]) == tuple(total), (model, column)
+    assert checked >= 40, "the README's BFCL tables were not found"

@@ -272,6 +272,14 @@ class Conversation:
         """Stop appending to ``transcript_path``."""
         self.transcript.close()
 
+    def __enter__(self) -> Conversation:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """``with Conversation(...) as talk:`` closes the log when the block ends (the brain stays
+        open: it is the caller's)."""
+        self.close()
+
     @classmethod
     def resume(
         cls, path: str | os.PathLike[str], brain: Brain | Callable[..., Any], tools: Iterable[Tool], **settings: Any
