@@ -220,6 +220,13 @@ def test_a_conversation_streams_its_log_and_a_resume_appends_to_it(tmp_path: Pat
     assert [e["request"] for e in entries if e["type"] == "request"] == ["First?", "Second?"]
     users = [e["content"] for e in entries if e.get("role") == "user"]
     assert users == ["First?", "Next task: Second?"]
+    # asked after the close, a request is kept in memory; saving onto the same file writes it whole
+    again.brain = ScriptedBrain([answer_step("three")])
+    again.ask("Third?")
+    assert "Third?" not in path.read_text(encoding="utf-8")
+    again.save(path)
+    saved = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [e["request"] for e in saved if e["type"] == "request"] == ["First?", "Second?", "Third?"]
 
 
 def test_batched_calls_work_in_a_conversation_and_their_results_are_cut_together() -> None:
@@ -264,7 +271,7 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
     from pydantic import BaseModel
 
     from shapeloop.agent import opening_prompt
-    from shapeloop.conversation import DEFAULT_TURN_ROOM, estimate_tokens
+    from shapeloop.conversation import DEFAULT_TURN_ROOM, MESSAGE_TOKENS, estimate_tokens
 
     class Listing(BaseModel):
         folder: str
@@ -284,17 +291,24 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
         assert other.max_history_tokens == 8192 - counted(**options) - DEFAULT_TURN_ROOM, options
         assert counted(**options) != counted(), options
     # native tool calls: the backend renders the tools' specs beside the prompt, so they take room too
-    native = Conversation(brain, tools, policies=(), context_window=8192, mode="native")
+    from shapeloop import Capabilities
+
+    native_brain = CountingBrain([], capabilities=Capabilities(native_tools=True))
+    native = Conversation(native_brain, tools, policies=(), context_window=8192, mode="native")
     specs = json.dumps([t.spec() for t in tools], ensure_ascii=False)
     assert native.max_history_tokens == 8192 - (len(opening_prompt(tools)) + 1 + len(specs)) // 4 - DEFAULT_TURN_ROOM
     assert native.max_history_tokens < talk.max_history_tokens - 100
+    # a brain without native tool calls falls back to constrained steps: no specs are sent
+    fallback = Conversation(brain, tools, policies=(), context_window=8192, mode="native")
+    assert fallback.max_history_tokens == talk.max_history_tokens
     sent = CountingBrain([answer_step('{"folder": "/", "names": []}')])
     typed = Conversation(sent, tools, policies=(), context_window=8192, output_type=Listing)
     typed.ask("List the folder.")
     assert sent.asked[0].messages[0]["content"] == opening_prompt(tools, output_type=Listing)
     # a brain that cannot count: the prompt's tokens estimated, the history then measured the same way
     guessed = Conversation(ScriptedBrain([]), tools, policies=(), context_window=8192)
-    assert guessed.max_history_tokens == 8192 - estimate_tokens(opening_prompt(tools)) - DEFAULT_TURN_ROOM
+    taken = estimate_tokens(opening_prompt(tools)) + MESSAGE_TOKENS
+    assert guessed.max_history_tokens == 8192 - taken - DEFAULT_TURN_ROOM
     assert guessed.max_history_chars is None
     for bad in ({"context_window": 0}, {"context_window": 4096, "turn_room": -1}, {"turn_room": 100}):
         with pytest.raises(ValueError, match=r"must be|give context_window"):
@@ -578,10 +592,12 @@ def test_run_options_are_checked_when_the_conversation_is_made(option: dict[str,
 
 def test_a_window_budget_for_a_brain_that_cannot_count_is_estimated_so_chinese_is_not_three_times_over() -> None:
     from shapeloop.agent import opening_prompt
-    from shapeloop.conversation import estimate_tokens
+    from shapeloop.conversation import MESSAGE_TOKENS, estimate_tokens
 
-    assert estimate_tokens("") == 0 and estimate_tokens("abc") == 1 and estimate_tokens("abcd") == 2
-    assert estimate_tokens("北京天气") == 4 and estimate_tokens("Grüße") == 3  # G, r, e by threes; ü, ß one each
+    assert estimate_tokens("") == 0 and estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
+    assert estimate_tokens("the cat") == 2 and estimate_tokens("a  b\n\nc") == 5  # a space joins the word after it
+    assert estimate_tokens("Grüße") == 5 and estimate_tokens("2026-12-04") == 10  # capitals, letters, digits
+    assert estimate_tokens("北京天气") == 4 and estimate_tokens("🎉") == 2  # beyond the BMP: two
     report = "请把报告里的数字加起来并告诉我结果。" * 20  # 360 characters: about 250 tokens for Qwen's tokenizer
     assert estimate_tokens(report) == len(report)
 
@@ -593,7 +609,7 @@ def test_a_window_budget_for_a_brain_that_cannot_count_is_estimated_so_chinese_i
     steps = [tool_step("read", name="a"), answer_step("好"), tool_step("read", name="b"), answer_step("好")]
     brain = ScriptedBrain(steps)
     # a window that leaves the history 400 tokens: one request's result fits, two do not
-    window = estimate_tokens(opening_prompt([read])) + 400 + 400
+    window = estimate_tokens(opening_prompt([read])) + MESSAGE_TOKENS + 400 + 400
     talk = Conversation(brain, [read], policies=(), context_window=window, turn_room=400)
     assert talk.max_history_tokens == 400 and talk.max_history_chars is None
     assert not talk.ask("读报告 a").cuts
@@ -601,4 +617,14 @@ def test_a_window_budget_for_a_brain_that_cannot_count_is_estimated_so_chinese_i
     # the first result is cut; at three characters a token (1 200 for 400 tokens) both results would have stayed
     assert second.cuts and second.cuts[0].startswith('[result of read({"name": "a"}) cut: ')
     earlier = brain.asked[2].messages[1:-1]  # what the second request's first step read before the request
-    assert earlier and sum(estimate_tokens(m["content"]) for m in earlier) <= 400
+    assert earlier and sum(estimate_tokens(m["content"]) + MESSAGE_TOKENS for m in earlier) <= 400
+
+
+def test_tool_names_given_as_a_generator_serve_every_request() -> None:
+    folders = Folders()
+    brain = ScriptedBrain([answer_step("a"), answer_step("b")])
+    talk = Conversation(brain, folders.tools(), policies=(), context_window=8192, allow_tools=(n for n in ["ls"]))
+    talk.ask("One?")
+    talk.ask("Two?")
+    prompts = [request.messages[0]["content"] for request in brain.asked]
+    assert len(prompts) == 2 and all("ls(): " in p and "cat(" not in p for p in prompts), prompts

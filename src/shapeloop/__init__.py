@@ -15,7 +15,7 @@ from shapeloop.brain import (
     ScriptedBrain,
     Usage,
 )
-from shapeloop.conversation import Conversation, Turn, WindowTooSmall
+from shapeloop.conversation import Conversation, Turn, WindowTooSmall, estimate_tokens
 from shapeloop.doubles import TestBrain
 from shapeloop.errors import (
     BackendError,
@@ -133,6 +133,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "choose_mode",
+    "estimate_tokens",
     "extract_step",
     "flat_schema",
     "run_agent",
