@@ -86,7 +86,8 @@ def test_the_headline_figures_are_the_ones_measured() -> None:
             continue
         if "entries" in row:  # multi-turn: "0-19" is the report sample, "100-119" the tune one
             split = "report" if row["entries"].startswith("0-") else "tune"
-            assert fraction(row["entries right"]) == measured(model, column, split, "multi_turn_base"), row
+            verdict = row["entries right (BFCL's verdict)"]
+            assert fraction(verdict) == measured(model, column, split, "multi_turn_base"), row
             state = row["turns whose state matches the truth"]
             assert fraction(state) == measured(model, column, split, "multi_turn_base", "turns_state"), row
             checked += 2
