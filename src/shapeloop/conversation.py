@@ -138,8 +138,8 @@ class Conversation:
         context_window: the model's window in tokens, instead of a budget: the history gets what the
             window leaves after the system prompt (the tools' documentation and ``system``) and
             ``turn_room``, at least a quarter of the window; in tokens, counted by the brain where it
-            counts them, else estimated by :func:`estimate_tokens` (one a non-ASCII character, so a
-            Chinese or Russian history is not three times over).
+            counts them, else estimated by :func:`estimate_tokens` (on the high side, in any
+            script).
         turn_room: the tokens a ``context_window`` budget keeps for a request's own steps.
         transcript_path: a file the conversation's log is appended to after each request (JSON
             Lines, the format :meth:`resume` reads), instead of each run's own transcript.
@@ -423,9 +423,7 @@ class Conversation:
     def _over(self) -> bool:
         history = self.history
         if self.max_history_tokens is not None:
-            if isinstance(self.brain, TokenCounter):
-                return bool(history) and _counted(self.brain, history) > self.max_history_tokens
-            return _estimated(history) > self.max_history_tokens
+            return bool(history) and _tokens(self.brain, history) > self.max_history_tokens
         return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
 
 
@@ -433,18 +431,15 @@ def _window_budget(
     brain: Brain | Callable[..., Any], tools: Sequence[Tool], options: dict[str, Any], window: int, room: int
 ) -> int:
     """The history's tokens in ``window``: less the system prompt every request's run opens with
-    (counted by the brain, or estimated by :func:`estimate_tokens`) and ``room``, at least a quarter of it. In
-    ``mode="native"``, with a brain that takes native tool calls, the backend renders the offered
-    tools' specs as well, so they are counted too."""
+    (counted by the brain, or estimated by :func:`estimate_tokens`) and ``room``, at least a quarter
+    of it. In ``mode="native"``, with a brain that takes native tool calls, the backend renders the
+    offered tools' specs as well, so they are counted too."""
     prompt = opening_prompt(tools, **options)
     if options.get("mode") == Mode.NATIVE and as_brain(brain).capabilities.native_tools:
         offered = Toolbox(tools, allow=options.get("allow_tools"), deny=options.get("deny_tools"),
                           limits=options.get("limits")).tools.values()  # fmt: skip
         prompt += "\n" + json.dumps([t.spec() for t in offered], ensure_ascii=False)
-    if isinstance(brain, TokenCounter):
-        taken = _counted(brain, [Message(role="system", content=prompt)])
-    else:
-        taken = _estimated([Message(role="system", content=prompt)])
+    taken = _tokens(brain, [Message(role="system", content=prompt)])
     if taken >= window:
         raise WindowTooSmall(window, taken)
     left = window - taken - room
@@ -482,7 +477,10 @@ def estimate_tokens(text: str) -> int:
     return count
 
 
-def _estimated(messages: Sequence[Message]) -> int:
+def _tokens(brain: Brain | Callable[..., Any], messages: Sequence[Message]) -> int:
+    """``messages``' tokens: counted by the brain where it counts them, else estimated."""
+    if isinstance(brain, TokenCounter):
+        return _counted(brain, messages)
     return sum(estimate_tokens(m["content"]) + MESSAGE_TOKENS for m in messages)
 
 
