@@ -23,6 +23,7 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
+from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.state import StateLine
 
 PLAIN: tuple[Policy, ...] = ()
@@ -39,7 +40,7 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor})
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor, "lookup-hint": LookupHint})
 
 
 def available() -> list[str]:
@@ -77,6 +78,7 @@ __all__ = [
     "SMALL_MODEL",
     "CallOutcome",
     "FitFloor",
+    "LookupHint",
     "Objection",
     "Policy",
     "Refusal",
