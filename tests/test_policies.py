@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, Tool
 from shapeloop.policies import (
     DEFAULT,
     FitFloor,
+    LookupHint,
     Objection,
     Policy,
     Refusal,
@@ -391,3 +393,146 @@ def test_the_fit_floor_scores_the_tools_side_by_side_where_the_brain_can_and_jud
     assert [(prefix.split(":")[0], len(docs)) for prefix, docs in both.batches] == [("A user's request", 2),
                                                                                   ("A tool", 2)]  # fmt: skip
     assert sorted(both.scored) == sorted(one.scored), "the same texts scored, only grouped"
+
+
+# LookupHint: tools of a small trading desk, where a name given for a code fails and a lookup gives the code
+PRICES = {"ZETA": "150.75"}
+
+
+@tool
+def stock_price(symbol: str) -> str:
+    """Get the current price of a stock.
+
+    Args:
+        symbol: the stock symbol that identifies the stock (ZETA).
+    """
+    if symbol not in PRICES:
+        raise ValueError(f"no stock with symbol {symbol!r}")
+    return PRICES[symbol]
+
+
+@tool
+def symbol_of(company: str) -> str:
+    """Get the stock symbol of a company from the company's name."""
+    return "ZETA" if "zeta" in company.casefold() else "not found"
+
+
+@tool
+def remove_from_watchlist(symbol: str) -> str:
+    """Remove a stock from the watchlist."""
+    return f"removed {symbol}"
+
+
+@tool
+def account_balance() -> str:
+    """Get the account's balance."""
+    return "1000.00"
+
+
+DESK = [stock_price, symbol_of, remove_from_watchlist, account_balance]
+
+
+def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_failed_call_made_again() -> None:
+    brain = ScriptedBrain([
+        tool_step("stock_price", symbol="Zeta Corp"),
+        tool_step("symbol_of", company="Zeta Corp"),
+        tool_step("stock_price", symbol="ZETA"),
+        answer_step("150.75"),
+    ])  # fmt: skip
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
+    assert run.answer == "150.75"
+    note = brain.asked[1].messages[-1]["content"]
+    assert "symbol_of(company: string)" in note, note
+    assert "remove_from_watchlist" not in note, "a function that takes the failed argument uses it, it does not give it"
+    assert "stock_price(" not in note, "the failed function itself is not named"
+    assert _actions(brain.asked[1].schema) == ["tool"], "the step after the failure must call"
+    again = brain.asked[2].messages[-1]["content"]
+    assert "call stock_price again" in again and _actions(brain.asked[2].schema) == ["tool"]
+    assert _actions(brain.asked[3].schema) == ["tool", "answer"], "after the call is made again, the step is free"
+    assert "symbol_of" not in brain.asked[3].messages[-1]["content"]
+    events = _policy_events(run)
+    assert [e.hook for e in events] == ["shape_step", "shape_step"] and run.interventions == {"lookup-hint": 2}
+    assert "named symbol_of" in events[0].reason
+
+
+def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> None:
+    brain = ScriptedBrain([tool_step("account_balance"), answer_step("1000.00")])
+    run = run_agent(brain, DESK, "My balance?", policies=[LookupHint()])
+    assert run.interventions == {} and _actions(brain.asked[1].schema) == ["tool", "answer"]
+    brain = ScriptedBrain([
+        tool_step("stock_price", symbol="Zeta Corp"),
+        tool_step("stock_price", symbol="Zeta"),  # fixed its own way, failed again
+        answer_step("I could not find it."),
+    ])  # fmt: skip
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=True)])
+    assert run.answer == "I could not find it."
+    assert _actions(brain.asked[2].schema) == ["tool", "answer"], "after max_hints the model may answer a failure"
+    assert run.interventions == {"lookup-hint": 1}
+
+
+def test_lookup_hint_leaves_the_answer_open_without_must_call_and_says_when_nothing_gives_the_value() -> None:
+    brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
+    run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=False)])
+    assert (
+        _actions(brain.asked[1].schema) == ["tool", "answer"] and "symbol_of" in brain.asked[1].messages[-1]["content"]
+    )
+    brain = ScriptedBrain(
+        [tool_step("stock_price", symbol="Zeta Corp"), tool_step("account_balance"), answer_step("x")]
+    )
+    run = run_agent(brain, [stock_price, account_balance, remove_from_watchlist], "Price of Zeta?",
+                    policies=[LookupHint()])  # fmt: skip
+    note = brain.asked[1].messages[-1]["content"]
+    assert note == "That call failed. Or fix the call's arguments." or "may give it" not in note, note
+    assert "no function gives its inputs" in _policy_events(run)[0].reason
+    assert len(_policy_events(run)) == 1, "with nothing named, no call is asked for again"
+
+
+@pytest.mark.parametrize(
+    ("failed", "args", "lookup", "docs"),
+    [
+        ("kurs", {"kuerzel": "Zeta AG"}, "kuerzel_suchen",
+         {"kurs": ("Aktueller Kurs einer Aktie.", "kuerzel", "Das Börsenkürzel der Aktie."),
+          "kuerzel_suchen": ("Das Börsenkürzel einer Firma aus ihrem Namen suchen.", "firma", "Name der Firma."),
+          "kontostand": ("Den Kontostand des Kontos zeigen.", "konto", "Die Kontonummer.")}),
+        ("股价", {"代码": "泽塔公司"}, "查代码",
+         {"股价": ("查询股票的当前价格。", "代码", "股票代码。"),
+          "查代码": ("根据公司名称查询股票代码。", "公司", "公司名称。"),
+          "余额": ("查询账户余额。", "账户", "账户号码。")}),
+    ],
+)  # fmt: skip
+def test_lookup_hint_ranks_documentation_in_any_language(
+    failed: str, args: dict[str, str], lookup: str, docs: dict[str, tuple[str, str, str]]
+) -> None:
+    from shapeloop import Tool
+    from shapeloop.policies.base import CallOutcome
+    from shapeloop.toolbox import ToolStatus
+
+    tools = [
+        Tool(name=name, description=text, parameters={"type": "object", "properties": {p: {"type": "string",
+             "description": pd}}, "required": [p]}, fn=lambda **_: "")
+        for name, (text, p, pd) in docs.items()
+    ]  # fmt: skip
+    hint = LookupHint(top=1).for_run("", tools)
+    outcome = CallOutcome(call=ToolCall(tool=failed, args=args), status=ToolStatus.ERROR, text="ERROR: ?")
+    assert hint.candidates([outcome]) == [lookup]
+
+
+def test_lookup_hint_serves_each_request_of_a_batched_conversation_afresh() -> None:
+    from shapeloop import Conversation
+
+    def batch(name: str, **arguments: str) -> str:
+        return json.dumps({"calls": [{"name": name, "arguments": arguments}]})
+
+    brain = ScriptedBrain([
+        batch("stock_price", symbol="Zeta Corp"), batch("symbol_of", company="Zeta Corp"),
+        batch("stock_price", symbol="ZETA"), json.dumps({"answer": "150.75"}),
+        batch("stock_price", symbol="Zeta Corp"), json.dumps({"answer": "?"}),
+    ])  # fmt: skip
+    talk = Conversation(brain, DESK, policies=[LookupHint()], batch=True)
+    first = talk.ask("Price of Zeta Corp?")
+    second = talk.ask("And again?")
+    assert first.answer == "150.75" and first.run.interventions == {"lookup-hint": 2}
+    assert "symbol_of(company: string)" in brain.asked[1].messages[-1]["content"]
+    assert '"answer"' not in json.dumps(brain.asked[1].schema), "the step after the failure must call"
+    assert second.run.interventions == {"lookup-hint": 1}, "a new request is a new run: it may be hinted again"
+    assert all("symbol_of(company" not in m["content"] for m in talk.history), "a note is not kept"

@@ -14,9 +14,12 @@ close their name and description are to what failed (the failed arguments' names
 and the tool's error message), leaving out functions that take the failed arguments themselves (they
 consume the value, they do not give it), and names the best ``top`` of them in a note the next step
 reads. With ``must_call`` that step may only call (fix the call, take a named function, or any
-other). At most ``max_hints`` times a run. The ranking reads character n-grams weighted by how rare
-they are among the tools (no word of any language): a word of letters is its beginnings and itself,
-and a run of Chinese, Japanese or Korean characters its single characters and pairs.
+other). Where a named function then works and the step did not call the failed function again, the
+next step reads a note to make the failed call again with what came back (and, with ``must_call``,
+must call). At most ``max_hints`` failures a run are answered so. The ranking reads character n-grams weighted by how rare
+they are among the tools (one that more than half of them hold does not count) and no word of any
+language: a word of letters is its beginnings and itself, and a run of Chinese, Japanese or Korean
+characters its single characters and pairs.
 
 Measured on ``multi_turn_base`` 100-119 (``measurements/policies.json``).
 """
@@ -73,13 +76,15 @@ def _described(tool: Tool, names: Sequence[str]) -> str:
 
 
 class Ranker:
-    """Tools ranked against a text by their name and description, n-grams IDF-weighted among the tools."""
+    """Tools ranked against a text by their name and description, n-grams IDF-weighted among the tools;
+    a gram that more than half of them hold does not count."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         self.names = [tool.name for tool in tools]
         docs = [grams(f"{tool.name}\n{tool.description}") for tool in tools]
         counts: Counter[str] = Counter(gram for doc in docs for gram in doc)
-        self.idf = {gram: math.log(1 + len(docs) / count) for gram, count in counts.items()}
+        # a gram more than half the tools hold tells them apart too little to count (a shared preamble, "the")
+        self.idf = {gram: math.log(len(docs) / count) for gram, count in counts.items() if 2 * count <= len(docs)}
         self.vectors = dict(zip(self.names, (self._weighted(doc) for doc in docs), strict=True))
 
     def _weighted(self, found: Mapping[str, float]) -> dict[str, float]:
