@@ -16,10 +16,10 @@ consume the value, they do not give it), and names the best ``top`` of them in a
 reads. With ``must_call`` that step may only call (fix the call, take a named function, or any
 other). Where a named function then works and the step did not call the failed function again, the
 next step reads a note to make the failed call again with what came back (and, with ``must_call``,
-must call). At most ``max_hints`` failures a run are answered so. The ranking reads character n-grams weighted by how rare
-they are among the tools (one that more than half of them hold does not count) and no word of any
-language: a word of letters is its beginnings and itself, and a run of Chinese, Japanese or Korean
-characters its single characters and pairs.
+must call). At most ``max_hints`` failures a run are answered so. The ranking reads character
+n-grams weighted by how rare they are among the tools (one that more than half of them hold does not
+count) and no word of any language: a word of letters is its beginnings and itself, and a run of
+Chinese, Japanese or Korean characters its single characters and pairs.
 
 Measured on ``multi_turn_base`` 100-119 (``measurements/policies.json``).
 """
