@@ -470,21 +470,56 @@ def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> 
     assert run.interventions == {"lookup-hint": 1}
 
 
-def test_lookup_hint_leaves_the_answer_open_without_must_call_and_says_when_nothing_gives_the_value() -> None:
+def test_lookup_hint_leaves_the_answer_open_without_must_call_and_keeps_out_where_it_has_nothing_to_name() -> None:
     brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
     run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=False)])
     assert (
         _actions(brain.asked[1].schema) == ["tool", "answer"] and "symbol_of" in brain.asked[1].messages[-1]["content"]
     )
+    for tools in ([stock_price], [stock_price, remove_from_watchlist]):
+        brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
+        run = run_agent(brain, tools, "Price of Zeta?", policies=[LookupHint()])
+        assert run.answer == "Not found." and run.interventions == {}, "nothing else to name: no note, no forced call"
+        assert brain.asked[1].messages[-1]["content"].startswith("Result of stock_price")
+
+
+def test_lookup_hint_asks_for_the_failed_call_again_only_after_a_named_function_worked() -> None:
+    brain = ScriptedBrain([
+        tool_step("stock_price", symbol="Zeta Corp"),
+        tool_step("account_balance"),  # not the function the note named (symbol_of)
+        answer_step("I could not get the price."),
+    ])  # fmt: skip
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(top=1)])
+    assert run.answer == "I could not get the price." and run.interventions == {"lookup-hint": 1}
+    brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()], max_steps=2)
+    assert run.answer == "Not found.", "the last step is never made to call: the run would end unanswered"
+    assert "symbol_of" in brain.asked[1].messages[-1]["content"]
+
+
+def test_lookup_hint_waits_through_a_barren_step_and_stays_a_subclass() -> None:
+    brain = ScriptedBrain([
+        tool_step("stock_price", symbol="Zeta Corp"),
+        "not json at all",
+        tool_step("symbol_of", company="Zeta Corp"),
+        tool_step("stock_price", symbol="ZETA"),
+        answer_step("150.75"),
+    ])  # fmt: skip
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
+    assert run.answer == "150.75"
+    assert "call stock_price again" in brain.asked[3].messages[-1]["content"], "the step after the lookup asks again"
+
+    class Mine(LookupHint):
+        def candidates(self, failed: Sequence[Any]) -> list[str]:
+            return ["account_balance"]
+
     brain = ScriptedBrain(
         [tool_step("stock_price", symbol="Zeta Corp"), tool_step("account_balance"), answer_step("x")]
     )
-    run = run_agent(brain, [stock_price, account_balance, remove_from_watchlist], "Price of Zeta?",
-                    policies=[LookupHint()])  # fmt: skip
-    note = brain.asked[1].messages[-1]["content"]
-    assert note == "That call failed. Or fix the call's arguments." or "may give it" not in note, note
-    assert "no function gives its inputs" in _policy_events(run)[0].reason
-    assert len(_policy_events(run)) == 1, "with nothing named, no call is asked for again"
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[Mine()])
+    assert "account_balance()" in brain.asked[1].messages[-1]["content"] and run.policies == ("mine",)
+    with pytest.raises(ValueError, match="top must be a whole number"):
+        LookupHint(top=1.5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,8 @@ class StepShape:
         reason: why, in words a person reads in the transcript.
         tools: offer only these tools (None: leave the offer as it is).
         answer: ``may`` (unchanged), ``must`` (the step can only answer), ``never`` (it must call).
+            The step's schema holds it: in prose mode, or with native tool calls, the backend does
+            not constrain the reply, and what the model replies stands.
         note: words the model reads at this step only (appended to the request, not kept in the
             conversation; the event keeps them).
     """
