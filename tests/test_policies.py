@@ -441,6 +441,7 @@ def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_faile
     ])  # fmt: skip
     run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
     assert run.answer == "150.75"
+    assert brain.asked[0].messages[-1]["content"] == "Price of Zeta Corp?", "a first step is the plain loop's"
     note = brain.asked[1].messages[-1]["content"]
     assert "symbol_of(company: string)" in note, note
     assert "remove_from_watchlist" not in note, "a function that takes the failed argument uses it, it does not give it"
