@@ -432,13 +432,17 @@ def account_balance() -> str:
 DESK = [stock_price, symbol_of, remove_from_watchlist, account_balance]
 
 
+def _looked_up(*between: str) -> list[str]:
+    """A model that calls with a company's name, fails, looks the symbol up and calls again: the
+    replies ``between`` come right after the failure."""
+    return [
+        tool_step("stock_price", symbol="Zeta Corp"), *between, tool_step("symbol_of", company="Zeta Corp"),
+        tool_step("stock_price", symbol="ZETA"), answer_step("150.75"),
+    ]  # fmt: skip
+
+
 def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_failed_call_made_again() -> None:
-    brain = ScriptedBrain([
-        tool_step("stock_price", symbol="Zeta Corp"),
-        tool_step("symbol_of", company="Zeta Corp"),
-        tool_step("stock_price", symbol="ZETA"),
-        answer_step("150.75"),
-    ])  # fmt: skip
+    brain = ScriptedBrain(_looked_up())
     run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
     assert run.answer == "150.75"
     assert brain.asked[0].messages[-1]["content"] == "Price of Zeta Corp?", "a first step is the plain loop's"
@@ -499,13 +503,7 @@ def test_lookup_hint_asks_for_the_failed_call_again_only_after_a_named_function_
 
 
 def test_lookup_hint_waits_through_a_barren_step_and_stays_a_subclass() -> None:
-    brain = ScriptedBrain([
-        tool_step("stock_price", symbol="Zeta Corp"),
-        "not json at all",
-        tool_step("symbol_of", company="Zeta Corp"),
-        tool_step("stock_price", symbol="ZETA"),
-        answer_step("150.75"),
-    ])  # fmt: skip
+    brain = ScriptedBrain(_looked_up("not json at all"))
     run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
     assert run.answer == "150.75"
     assert "call stock_price again" in brain.asked[3].messages[-1]["content"], "the step after the lookup asks again"
