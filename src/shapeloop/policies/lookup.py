@@ -43,6 +43,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from shapeloop.policies.base import CallOutcome, Policy, RunView, StepShape
 from shapeloop.toolbox import ToolStatus
@@ -171,7 +172,8 @@ class LookupHint(Policy):
         self._seen = len(view.calls)
         if not latest:  # an unreadable reply, a refused call: whatever waits, waits for the next calls
             return None
-        last_step = view.step >= view.max_steps  # a step that may only call would end the run unanswered
+        # the run's last step may answer: made to call, it would end the run unanswered
+        answer: Literal["may", "never"] = "never" if self.must_call and view.step < view.max_steps else "may"
         if self._failed:
             before, gave, self._failed, self._named = self._failed, self._named, (), ()
             worked = {outcome.call.tool for outcome in latest if outcome.status is ToolStatus.OK}
@@ -180,7 +182,7 @@ class LookupHint(Policy):
                 return StepShape(
                     reason=f"{', '.join(sorted(worked & set(gave)))} worked: {again} is asked for again",
                     note=f"If the task still needs it, call {again} again now, with the values these results give.",
-                    answer="never" if self.must_call and not last_step else "may",
+                    answer=answer,
                 )
         if self._hinted >= self.max_hints or any(outcome.status is not ToolStatus.ERROR for outcome in latest):
             return None
@@ -201,7 +203,7 @@ class LookupHint(Policy):
         return StepShape(
             reason=f"{', '.join(failed)} failed: named {', '.join(named)}",
             note=note,
-            answer="never" if self.must_call and not last_step else "may",
+            answer=answer,
         )
 
     def candidates(self, failed: Sequence[CallOutcome]) -> list[str]:
