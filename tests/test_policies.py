@@ -460,6 +460,34 @@ def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_faile
     assert "named symbol_of" in events[0].reason
 
 
+def test_lookup_hint_spells_out_the_failed_call_with_the_value_a_result_gives_by_the_argument_s_name() -> None:
+    from shapeloop import Tool
+
+    def lookup(result: str) -> Tool:
+        return Tool(
+            name="find_symbol",
+            description="Get the stock symbol of a company from the company's name.",
+            parameters={"type": "object", "properties": {"company": {"type": "string"}}, "required": ["company"]},
+            fn=lambda company: result,
+        )
+
+    def note_after(result: str) -> str:
+        brain = ScriptedBrain([
+            tool_step("stock_price", symbol="Zeta Corp"), tool_step("find_symbol", company="Zeta Corp"),
+            tool_step("stock_price", symbol="ZETA"), answer_step("150.75"),
+        ])  # fmt: skip
+        run_agent(brain, [stock_price, lookup(result), account_balance], "Price of Zeta Corp?", policies=[LookupHint()])
+        return str(brain.asked[2].messages[-1]["content"])
+
+    note = note_after('{"Symbol": "ZETA", "exchange": {"name": "Zeta Exchange"}}')
+    assert 'That is: stock_price({"symbol": "ZETA"}).' in note, note
+    assert 'That is: stock_price({"symbol": "ZETA"}).' in note_after('{"result": {"symbol": "ZETA"}}'), "one level in"
+    for result in ('{"symbol": "Zeta Corp"}', '["ZETA"]', "ZETA", '{"symbols": ["ZETA", "ZET"]}',
+                   '{"a": {"symbol": "ZETA"}, "b": {"symbol": "ZETB"}}'):  # fmt: skip
+        note = note_after(result)
+        assert "call stock_price again" in note and "That is:" not in note, (result, note)
+
+
 def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> None:
     brain = ScriptedBrain([tool_step("account_balance"), answer_step("1000.00")])
     run = run_agent(brain, DESK, "My balance?", policies=[LookupHint()])

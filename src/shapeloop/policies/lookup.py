@@ -38,6 +38,7 @@ Measured on ``multi_turn_base`` 100-119 (``measurements/policies.json``).
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import unicodedata
@@ -47,7 +48,7 @@ from typing import Literal
 
 from shapeloop.policies.base import CallOutcome, Policy, RunView, StepShape
 from shapeloop.toolbox import ToolStatus
-from shapeloop.tools import Tool
+from shapeloop.tools import Tool, ToolCall
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -103,6 +104,41 @@ def _arguments_text(tool: Tool, names: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
+def _given(outcomes: Sequence[CallOutcome]) -> dict[str, object]:
+    """The values the results give by name: each key of a result that is a JSON object (or of an
+    object inside it) whose value is a string, a number or true/false, keyed by its name casefolded.
+    A name given two different values is left out: which one is meant is the model's to say."""
+    found: dict[str, object] = {}
+    clashes: set[str] = set()
+
+    def visit(value: object, depth: int) -> None:
+        if not isinstance(value, dict) or depth > 2:
+            return
+        for key, item in value.items():
+            if isinstance(item, dict):
+                visit(item, depth + 1)
+            elif isinstance(item, (str, int, float, bool)):
+                name = str(key).casefold()
+                if name in found and found[name] != item:
+                    clashes.add(name)
+                found.setdefault(name, item)
+
+    for outcome in outcomes:
+        try:
+            visit(json.loads(outcome.text[:_READ]), 0)
+        except ValueError:
+            continue
+    return {name: value for name, value in found.items() if name not in clashes}
+
+
+def _remade(call: ToolCall, helped: Sequence[CallOutcome]) -> ToolCall | None:
+    """``call`` with each argument that a result gives by the same name (casefolded) set to what it
+    gives, or None where no argument changes."""
+    given = _given(helped)
+    args = {name: given.get(str(name).casefold(), value) for name, value in call.args.items()}
+    return ToolCall(tool=call.tool, args=args) if args != dict(call.args) else None
+
+
 class Ranker:
     """Tools ranked against a text by their name and description, n-grams IDF-weighted among the tools."""
 
@@ -152,7 +188,7 @@ class LookupHint(Policy):
         self._ranker: Ranker | None = None
         self._seen = 0  # calls the run had made at the last step this instance shaped
         self._hinted = 0
-        self._failed: tuple[str, ...] = ()  # after a note that named functions: the functions that failed
+        self._failed: tuple[CallOutcome, ...] = ()  # after a note that named functions: the calls that failed
         self._named: tuple[str, ...] = ()  # and the functions it named
 
     def for_run(self, task: str, tools: Sequence[Tool]) -> LookupHint:
@@ -175,13 +211,20 @@ class LookupHint(Policy):
         # the run's last step may answer: made to call, it would end the run unanswered
         answer: Literal["may", "never"] = "never" if self.must_call and view.step < view.max_steps else "may"
         if self._failed:
-            before, gave, self._failed, self._named = self._failed, self._named, (), ()
-            worked = {outcome.call.tool for outcome in latest if outcome.status is ToolStatus.OK}
-            if worked & set(gave) and not worked & set(before):
-                again = ", ".join(before)
+            failed, gave, self._failed, self._named = self._failed, self._named, (), ()
+            before = ", ".join(dict.fromkeys(outcome.call.tool for outcome in failed))
+            worked = [outcome for outcome in latest if outcome.status is ToolStatus.OK]
+            helped = [outcome for outcome in worked if outcome.call.tool in gave]
+            if helped and not {outcome.call.tool for outcome in worked} & {o.call.tool for o in failed}:
+                note = f"If the task still needs it, call {before} again now, with the values these results give."
+                remade = "; ".join(dict.fromkeys(str(call) for o in failed if (call := _remade(o.call, helped))))
+                if remade:  # a model that copies its last call copies this one
+                    note += f" That is: {remade}."
                 return StepShape(
-                    reason=f"{', '.join(sorted(worked & set(gave)))} worked: {again} is asked for again",
-                    note=f"If the task still needs it, call {again} again now, with the values these results give.",
+                    reason=f"{', '.join(dict.fromkeys(o.call.tool for o in helped))} worked: "
+                    + (remade or f"{before} again")
+                    + " is asked for",
+                    note=note,
                     answer=answer,
                 )
         if self._hinted >= self.max_hints or any(outcome.status is not ToolStatus.ERROR for outcome in latest):
@@ -192,8 +235,7 @@ class LookupHint(Policy):
         if not named:  # nothing to point to: the plain loop's feedback is all there is to say
             return None
         self._hinted += 1
-        failed = tuple(dict.fromkeys(outcome.call.tool for outcome in latest))
-        self._failed, self._named = failed, tuple(named)
+        self._failed, self._named = tuple(latest), tuple(named)
         signatures = ", ".join(self._tools[name].signature() for name in named)
         note = (  # the words measured on multi_turn_base 100-119: a change of words is a change to measure
             f"{'That call' if len(latest) == 1 else 'Those calls'} failed. If it needs a value you do not have, "
@@ -201,7 +243,7 @@ class LookupHint(Policy):
             "call that needs its result. Or fix the call's arguments."
         )
         return StepShape(
-            reason=f"{', '.join(failed)} failed: named {', '.join(named)}",
+            reason=f"{', '.join(dict.fromkeys(o.call.tool for o in latest))} failed: named {', '.join(named)}",
             note=note,
             answer=answer,
         )
