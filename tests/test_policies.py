@@ -263,6 +263,19 @@ def test_shapes_combine_the_tools_every_policy_offers_and_answer_only_wins() -> 
     assert _actions(brain.asked[0].schema) == ["answer"], "a step left no tool may always answer"
 
 
+def test_a_step_a_policy_makes_call_may_still_answer_at_the_run_s_last_step() -> None:
+    class Calls(Policy):
+        def shape_step(self, view: RunView) -> StepShape | None:
+            return StepShape(reason="keep going", answer="never")
+
+    brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
+    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[Calls()], max_steps=2)
+    assert run.answer == "Rain."
+    assert _actions(brain.asked[0].schema) == ["tool"], "before the last step the policy holds"
+    assert _actions(brain.asked[1].schema) == ["tool", "answer"], "made to call there, the run would end unanswered"
+    assert [e.change for e in _policy_events(run)] == ["no answer", "no change"], "the event says what it changed"
+
+
 def test_resolve_reads_presets_and_names_and_refuses_an_unknown_name_listing_the_choices() -> None:
     assert resolve("plain") == () and resolve("default") == DEFAULT and resolve(None) == DEFAULT
     assert [p.name for p in resolve("plain,fit-floor")] == ["fit-floor"]
@@ -527,6 +540,7 @@ def test_lookup_hint_asks_for_the_failed_call_again_only_after_a_named_function_
     brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
     run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()], max_steps=2)
     assert run.answer == "Not found.", "the last step is never made to call: the run would end unanswered"
+    assert _actions(brain.asked[1].schema) == ["tool", "answer"]
     assert "symbol_of" in brain.asked[1].messages[-1]["content"]
 
 

@@ -96,7 +96,9 @@ class StepShape:
     Attributes:
         reason: why, in words a person reads in the transcript.
         tools: offer only these tools (None: leave the offer as it is).
-        answer: ``may`` (unchanged), ``must`` (the step can only answer), ``never`` (it must call).
+        answer: ``may`` (unchanged), ``must`` (the step can only answer), ``never`` (it must call;
+            but the run's last step may always answer: made to call there, the run would end
+            unanswered).
             The step's schema holds it: in prose mode, or with native tool calls, the backend does
             not constrain the reply, and what the model replies stands.
         note: words the model reads at this step only (appended to the request, not kept in the

@@ -208,8 +208,7 @@ class LookupHint(Policy):
         self._seen = len(view.calls)
         if not latest:  # an unreadable reply, a refused call: whatever waits, waits for the next calls
             return None
-        # the run's last step may answer: made to call, it would end the run unanswered
-        answer: Literal["may", "never"] = "never" if self.must_call and view.step < view.max_steps else "may"
+        answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
         if self._failed:
             failed, gave, self._failed, self._named = self._failed, self._named, (), ()
             before = ", ".join(dict.fromkeys(outcome.call.tool for outcome in failed))

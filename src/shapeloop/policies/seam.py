@@ -95,17 +95,20 @@ class PolicySet:
 
     def shape_step(self, view: RunView, emit: Emit) -> Shape:
         """What every policy asks of the next step, combined: the tools all of them offer; answer only
-        where one says so; no answer where one says so and some tool is left; the notes joined."""
+        where one says so; no answer where one says so, some tool is left and the step is not the
+        run's last (made to call there, the run would end unanswered); the notes joined."""
         names = frozenset(tool.name for tool in self.tools)
+        last = view.step >= view.max_steps
         offered, must, never, notes = names, False, False, []
         for policy in self.active:
             shape = policy.shape_step(view)
             if shape is None:
                 continue
-            emit(_intervened(view.step, policy, "shape_step", _described(shape, names), shape.reason))
+            change = _described(shape, names, last=last)
+            emit(_intervened(view.step, policy, "shape_step", change, shape.reason))
             offered &= names if shape.tools is None else shape.tools
             must |= shape.answer == "must"
-            never |= shape.answer == "never"
+            never |= shape.answer == "never" and not last
             if shape.note:
                 notes.append(shape.note)
         if must:
@@ -143,14 +146,14 @@ def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) 
     return PolicyIntervened(step=step, policy=policy.name, hook=hook, change=change, reason=reason)
 
 
-def _described(shape: StepShape, names: frozenset[str]) -> str:
-    """A step shape in a few words, for the event."""
+def _described(shape: StepShape, names: frozenset[str], *, last: bool) -> str:
+    """A step shape in a few words, for the event (``last``: the run's last step, which may answer)."""
     parts = []
     if shape.tools is not None:
         parts.append(f"offered {len(shape.tools & names)} of {len(names)} tools")
     if shape.answer == "must":
         parts.append("answer only")
-    elif shape.answer == "never":
+    elif shape.answer == "never" and not last:
         parts.append("no answer")
     if shape.note:
         parts.append(f"note: {shape.note}")
