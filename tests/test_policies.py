@@ -496,9 +496,52 @@ def test_lookup_hint_spells_out_the_failed_call_with_the_value_a_result_gives_by
     assert 'That is: stock_price({"symbol": "ZETA"}).' in note, note
     assert 'That is: stock_price({"symbol": "ZETA"}).' in note_after('{"result": {"symbol": "ZETA"}}'), "one level in"
     for result in ('{"symbol": "Zeta Corp"}', '["ZETA"]', "ZETA", '{"symbols": ["ZETA", "ZET"]}',
-                   '{"a": {"symbol": "ZETA"}, "b": {"symbol": "ZETB"}}'):  # fmt: skip
+                   '{"a": {"symbol": "ZETA"}, "b": {"symbol": "ZETB"}}', '{"a": {"b": {"symbol": "ZETA"}}}',
+                   '{"symbol": 12}', '{"symbol": " "}', "[" * 5000):  # fmt: skip
         note = note_after(result)
-        assert "call stock_price again" in note and "That is:" not in note, (result, note)
+        assert "call stock_price again" in note and "That is:" not in note, (result[:50], note)
+
+
+def test_lookup_hint_spells_out_only_the_argument_that_was_looked_up_and_every_failed_call() -> None:
+    from shapeloop import Tool
+
+    def make(name: str, params: dict[str, str], result: str = "") -> Tool:
+        def fn(**kwargs: Any) -> str:
+            if not result:
+                raise ValueError("not found")
+            return result
+
+        properties = {p: {"type": t, "description": p} for p, t in params.items()}
+        schema = {"type": "object", "properties": properties, "required": list(params)}
+        return Tool(
+            name=name, description=f"{name.replace('_', ' ')}: a ticket by its title.", parameters=schema, fn=fn
+        )
+
+    update = make("update_ticket", {"ticket_id": "integer", "status": "string"})
+    find = make("find_ticket", {"title": "string"}, '{"ticket_id": 42, "title": "Printer broken", "status": "open"}')
+    brain = ScriptedBrain([
+        tool_step("update_ticket", ticket_id="Printer broken", status="closed"),
+        tool_step("find_ticket", title="Printer broken"), answer_step("x"), answer_step("x"),
+    ])  # fmt: skip
+    run_agent(brain, [update, find], "Close the ticket 'Printer broken'.", policies=[LookupHint()])
+    note = brain.asked[2].messages[-1]["content"]
+    assert 'That is: update_ticket({"status": "closed", "ticket_id": 42}).' in note, "what the user asked for stays"
+
+    def batch(*calls: tuple[str, dict[str, str]]) -> str:
+        return json.dumps({"calls": [{"name": n, "arguments": a} for n, a in calls]})
+
+    brain = ScriptedBrain([
+        batch(("stock_price", {"symbol": "Zeta Corp"}), ("stock_price", {"symbol": "Acme Inc"})),
+        batch(("find_symbol", {"company": "Zeta Corp"})), json.dumps({"answer": "x"}),
+    ])  # fmt: skip
+    find_symbol = Tool(name="find_symbol", description="Get the stock symbol of a company from the company's name.",
+                       parameters={"type": "object", "properties": {"company": {"type": "string"}}},
+                       fn=lambda company: '{"symbol": "ZETA"}')  # fmt: skip
+    run_agent(brain, [stock_price, find_symbol], "Zeta Corp and Acme Inc?", policies=[LookupHint()], batch=True)
+    note = brain.asked[2].messages[-1]["content"]
+    assert "call stock_price again" in note and "That is:" not in note, (
+        "Acme Inc was not looked up: no call spelled out"
+    )
 
 
 def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> None:

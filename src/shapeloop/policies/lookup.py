@@ -17,7 +17,10 @@ left out too), and names the best ``top`` of them in a note the next step reads.
 that step may only call: fix the call, take a named function, or any other. Where a named function
 then works and the failed function did not, the next step reads a note to make the failed call
 again with what came back (and, with ``must_call``, must call, even where the lookup's result was
-all the task wanted: one call more). At most ``max_hints`` failures a run are answered so. Nothing
+all the task wanted: one call more). Where the model looked an argument up (the call that worked was
+made with the failed argument's value) and that call's result, a JSON object, gives one value by the
+argument's name, of the type the parameter declares, the note spells the call out with that value:
+qwen2.5-coder-0.5b, told only to use what came back, made its failed call again word for word. At most ``max_hints`` failures a run are answered so. Nothing
 happens where no function comes close (the plain loop's feedback stands) or where the failed call
 named a function that does not exist (its name is what to fix, and the error says so); the run's
 last step reads the note but may answer (made to call, it would end the run unanswered).
@@ -47,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from shapeloop.policies.base import CallOutcome, Policy, RunView, StepShape
+from shapeloop.text import json_text
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
@@ -104,38 +108,62 @@ def _arguments_text(tool: Tool, names: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
-def _given(outcomes: Sequence[CallOutcome]) -> dict[str, object]:
-    """The values the results give by name: each key of a result that is a JSON object (or of an
-    object inside it) whose value is a string, a number or true/false, keyed by its name casefolded.
-    A name given two different values is left out: which one is meant is the model's to say."""
+def _key(name: object) -> str:
+    return unicodedata.normalize("NFC", str(name)).casefold()
+
+
+def _given(text: str) -> dict[str, object]:
+    """The values one result gives by name: each key of the result, where it is a JSON object, or of
+    an object directly inside it, whose value is a string that is not blank, a finite number or
+    true/false; keyed by the name casefolded (NFC). A name given two different values is left out:
+    which one is meant is the model's to say."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
     found: dict[str, object] = {}
     clashes: set[str] = set()
-
-    def visit(value: object, depth: int) -> None:
-        if not isinstance(value, dict) or depth > 2:
-            return
-        for key, item in value.items():
-            if isinstance(item, dict):
-                visit(item, depth + 1)
-            elif isinstance(item, (str, int, float, bool)):
-                name = str(key).casefold()
-                if name in found and found[name] != item:
-                    clashes.add(name)
-                found.setdefault(name, item)
-
-    for outcome in outcomes:
-        try:
-            visit(json.loads(outcome.text[:_READ]), 0)
-        except ValueError:
-            continue
+    for part in (parsed, *(value for value in parsed.values() if isinstance(value, dict))):
+        for key, value in part.items():
+            if (isinstance(value, str) and not value.strip()) or not isinstance(value, (str, int, float)):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            name = _key(key)
+            if name in found and json_text(found[name]) != json_text(value):
+                clashes.add(name)
+            found.setdefault(name, value)
     return {name: value for name, value in found.items() if name not in clashes}
 
 
-def _remade(call: ToolCall, helped: Sequence[CallOutcome]) -> ToolCall | None:
-    """``call`` with each argument that a result gives by the same name (casefolded) set to what it
-    gives, or None where no argument changes."""
-    given = _given(helped)
-    args = {name: given.get(str(name).casefold(), value) for name, value in call.args.items()}
+def _fits(value: object, spec: object) -> bool:
+    """Whether ``value`` is of the type a parameter declares (any value where it declares none)."""
+    declared = spec.get("type") if isinstance(spec, Mapping) else None
+    if declared is None:
+        return True
+    kinds: tuple[type, ...] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}.get(
+        str(declared), ()
+    )
+    return isinstance(value, kinds) and (declared == "boolean") == isinstance(value, bool)
+
+
+def _remade(call: ToolCall, tool: Tool | None, helped: Sequence[CallOutcome]) -> ToolCall | None:
+    """``call`` with each argument the model looked up set to what the lookup gave, or None where
+    none changes. An argument was looked up where a call that worked was made with its value (the
+    company's name given for a symbol, then to the symbol lookup); it takes the value that call's
+    result gives by the argument's name, where that is one value, of the type the parameter declares."""
+    if tool is None:
+        return None
+    args = dict(call.args)
+    for name, failed in call.args.items():
+        sources = [o for o in helped if any(json_text(failed) == json_text(v) for v in o.call.args.values())]
+        offered = {json_text(v): v for o in sources if (v := _given(o.text).get(_key(name))) is not None}
+        if len(offered) == 1:
+            (value,) = offered.values()
+            if json_text(value) != json_text(failed) and _fits(value, _parameters(tool).get(name)):
+                args[name] = value
     return ToolCall(tool=call.tool, args=args) if args != dict(call.args) else None
 
 
@@ -216,12 +244,13 @@ class LookupHint(Policy):
             helped = [outcome for outcome in worked if outcome.call.tool in gave]
             if helped and not {outcome.call.tool for outcome in worked} & {o.call.tool for o in failed}:
                 note = f"If the task still needs it, call {before} again now, with the values these results give."
-                remade = "; ".join(dict.fromkeys(str(call) for o in failed if (call := _remade(o.call, helped))))
-                if remade:  # a model that copies its last call copies this one
-                    note += f" That is: {remade}."
+                remade = [_remade(o.call, self._tools.get(o.call.tool), helped) for o in failed]
+                spelled = "; ".join(dict.fromkeys(str(call) for call in remade if call)) if all(remade) else ""
+                if spelled:  # a model that copies its last call copies this one
+                    note += f" That is: {spelled}."
                 return StepShape(
                     reason=f"{', '.join(dict.fromkeys(o.call.tool for o in helped))} worked: "
-                    + (remade or f"{before} again")
+                    + (spelled or f"{before} again")
                     + " is asked for",
                     note=note,
                     answer=answer,
