@@ -502,6 +502,32 @@ def test_lookup_hint_spells_out_the_failed_call_with_the_value_a_result_gives_by
         assert "call stock_price again" in note and "That is:" not in note, (result[:50], note)
 
 
+def test_lookup_hint_refuses_once_the_failed_call_made_again_with_the_value_the_lookup_replaced() -> None:
+    from shapeloop import Tool
+
+    find = Tool(name="find_symbol", description="Get the stock symbol of a company from the company's name.",
+                parameters={"type": "object", "properties": {"company": {"type": "string"}}},
+                fn=lambda company: '{"symbol": "ZETA"}')  # fmt: skip
+    copied = tool_step("stock_price", symbol="Zeta Corp")
+    brain = ScriptedBrain([
+        copied, tool_step("find_symbol", company="Zeta Corp"), copied,  # the failed call, copied
+        tool_step("stock_price", symbol="ZETA"), answer_step("150.75"),
+    ])  # fmt: skip
+    run = run_agent(brain, [stock_price, find, account_balance], "Price of Zeta Corp?", policies=[LookupHint()])
+    assert run.answer == "150.75"
+    refused = brain.asked[3].messages[-1]["content"]
+    assert 'the lookup gave symbol "ZETA". Call stock_price({"symbol": "ZETA"}) now.' in refused, refused
+    assert _actions(brain.asked[3].schema) == ["tool"], "the step after the refusal calls"
+    assert [e.call.args for e in run.events if isinstance(e, ToolCalled)] == [
+        {"symbol": "Zeta Corp"}, {"company": "Zeta Corp"}, {"symbol": "ZETA"}]  # fmt: skip
+    assert [e.hook for e in _policy_events(run)] == ["shape_step", "shape_step", "check_call", "shape_step"]
+
+    brain = ScriptedBrain([copied, tool_step("find_symbol", company="Zeta Corp"), copied, copied, answer_step("?")])
+    run = run_agent(brain, [stock_price, find], "Price of Zeta Corp?", policies=[LookupHint()])
+    assert [e.hook for e in _policy_events(run)].count("check_call") == 1, "refused once, then it is the model's"
+    assert run.answer == "?"
+
+
 def test_lookup_hint_spells_out_only_the_argument_that_was_looked_up_and_every_failed_call() -> None:
     from shapeloop import Tool
 

@@ -19,8 +19,11 @@ then works and the failed function did not, the next step reads a note to make t
 again with what came back (and, with ``must_call``, must call, even where the lookup's result was
 all the task wanted: one call more). Where the model looked an argument up (the call that worked was
 made with the failed argument's value) and that call's result, a JSON object, gives one value by the
-argument's name, of the type the parameter declares, the note spells the call out with that value:
-qwen2.5-coder-0.5b, told only to use what came back, made its failed call again word for word. At most ``max_hints`` failures a run are answered so. Nothing
+argument's name, of the type the parameter declares, the note spells the call out with that value
+(qwen2.5-coder-0.5b, told only to use what came back, made its failed call again word for word),
+and the failed function called again with the old value is refused once, the refusal giving the
+value (and, with ``must_call``, the step after it must call). At most ``max_hints`` failures a run
+are answered so. Nothing
 happens where no function comes close (the plain loop's feedback stands) or where the failed call
 named a function that does not exist (its name is what to fix, and the error says so); the run's
 last step reads the note but may answer (made to call, it would end the run unanswered).
@@ -49,7 +52,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from shapeloop.policies.base import CallOutcome, Policy, RunView, StepShape
+from shapeloop.policies.base import CallOutcome, Policy, Refusal, RunView, StepShape
 from shapeloop.text import json_text
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
@@ -218,6 +221,8 @@ class LookupHint(Policy):
         self._hinted = 0
         self._failed: tuple[CallOutcome, ...] = ()  # after a note that named functions: the calls that failed
         self._named: tuple[str, ...] = ()  # and the functions it named
+        self._expected: tuple[tuple[ToolCall, ToolCall], ...] = ()  # failed calls and the same spelled out
+        self._insist = False  # a call was refused for its old value: the next step calls
 
     def for_run(self, task: str, tools: Sequence[Tool]) -> LookupHint:
         """A fresh copy (a subclass stays one) with the tools' names and descriptions read once."""
@@ -226,6 +231,7 @@ class LookupHint(Policy):
         fresh._tools = {tool.name: tool for tool in tools}
         fresh._ranker = Ranker(tools)
         fresh._seen, fresh._hinted, fresh._failed, fresh._named = 0, 0, (), ()
+        fresh._expected, fresh._insist = (), False
         return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
@@ -234,9 +240,12 @@ class LookupHint(Policy):
         the last step all failed: the note naming the functions that may give what they lacked."""
         latest = view.calls[self._seen :]
         self._seen = len(view.calls)
+        answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
+        if self._insist:
+            self._insist = False
+            return StepShape(reason="a call was refused for a value the lookup replaced: the step calls", answer=answer)
         if not latest:  # an unreadable reply, a refused call: whatever waits, waits for the next calls
             return None
-        answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
         if self._failed:
             failed, gave, self._failed, self._named = self._failed, self._named, (), ()
             before = ", ".join(dict.fromkeys(outcome.call.tool for outcome in failed))
@@ -248,6 +257,7 @@ class LookupHint(Policy):
                 spelled = "; ".join(dict.fromkeys(str(call) for call in remade if call)) if all(remade) else ""
                 if spelled:  # a model that copies its last call copies this one
                     note += f" That is: {spelled}."
+                    self._expected = tuple((o.call, call) for o, call in zip(failed, remade, strict=True) if call)
                 return StepShape(
                     reason=f"{', '.join(dict.fromkeys(o.call.tool for o in helped))} worked: "
                     + (spelled or f"{before} again")
@@ -275,6 +285,31 @@ class LookupHint(Policy):
             note=note,
             answer=answer,
         )
+
+    def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
+        """Once, after a call was spelled out with the values a lookup gave: refuse the failed
+        function called again with an old value where the lookup gave a new one (the model copied
+        its failed call), saying which value to use."""
+        del view
+        for before, after in self._expected:
+            if call.tool != after.tool:
+                continue
+            self._expected = ()
+            looked_up = {
+                name: value
+                for name, value in after.args.items()
+                if json_text(before.args.get(name)) != json_text(value)
+            }
+            stale = [name for name, value in looked_up.items() if json_text(call.args.get(name)) != json_text(value)]
+            if not stale:
+                return None
+            self._insist = self.must_call
+            given = ", ".join(f"{name} {json_text(looked_up[name], ensure_ascii=False)}" for name in stale)
+            return Refusal(
+                reason=f"{call.tool} called again with {', '.join(stale)} the lookup had replaced",
+                feedback=f"the lookup gave {given}. Call {after} now.",
+            )
+        return None
 
     def candidates(self, failed: Sequence[CallOutcome]) -> list[str]:
         """The functions closest to what failed, best first; none that the failed calls' functions
