@@ -17,13 +17,7 @@ left out too), and names the best ``top`` of them in a note the next step reads.
 that step may only call: fix the call, take a named function, or any other. Where a named function
 then works and the failed function did not, the next step reads a note to make the failed call
 again with what came back (and, with ``must_call``, must call, even where the lookup's result was
-all the task wanted: one call more). Where the model looked an argument up (the call that worked was
-made with the failed argument's value) and that call's result, a JSON object, gives one value by the
-argument's name, of the type the parameter declares, the note spells the call out with that value
-(qwen2.5-coder-0.5b, told only to use what came back, made its failed call again word for word),
-and the failed function called again with the old value is refused once, the refusal giving the
-value (and, with ``must_call``, the step after it must call). At most ``max_hints`` failures a run
-are answered so. Nothing
+all the task wanted: one call more). At most ``max_hints`` failures a run are answered so. Nothing
 happens where no function comes close (the plain loop's feedback stands) or where the failed call
 named a function that does not exist (its name is what to fix, and the error says so); the run's
 last step reads the note but may answer (made to call, it would end the run unanswered).
@@ -38,13 +32,16 @@ nothing to do with the failure: the model can still fix the call.
 The step that may only call is held by the step's schema: in prose mode, or with native tool calls,
 the backend does not constrain the reply, the model may answer anyway, and its answer stands.
 
-Measured on ``multi_turn_base`` 100-119 (``measurements/policies.json``).
+Measured on ``multi_turn_base`` 100-119 (``measurements/policies.json``). Two additions for
+qwen2.5-coder-0.5b, which takes the named lookup and then makes its failed call again with the old
+value, were measured and deleted: spelling the failed call out with the value the lookup's result
+gave, and then refusing it made again with the old one. Neither changed an entry's verdict or a
+turn's state for either model; the 0.5B model copied its own failed call past both.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
 import unicodedata
@@ -52,10 +49,9 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from shapeloop.policies.base import CallOutcome, Policy, Refusal, RunView, StepShape
-from shapeloop.text import json_text
+from shapeloop.policies.base import CallOutcome, Policy, RunView, StepShape
 from shapeloop.toolbox import ToolStatus
-from shapeloop.tools import Tool, ToolCall
+from shapeloop.tools import Tool
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -111,65 +107,6 @@ def _arguments_text(tool: Tool, names: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
-def _key(name: object) -> str:
-    return unicodedata.normalize("NFC", str(name)).casefold()
-
-
-def _given(text: str) -> dict[str, object]:
-    """The values one result gives by name: each key of the result, where it is a JSON object, or of
-    an object directly inside it, whose value is a string that is not blank, a finite number or
-    true/false; keyed by the name casefolded (NFC). A name given two different values is left out:
-    which one is meant is the model's to say."""
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
-        return {}
-    if not isinstance(parsed, dict):
-        return {}
-    found: dict[str, object] = {}
-    clashes: set[str] = set()
-    for part in (parsed, *(value for value in parsed.values() if isinstance(value, dict))):
-        for key, value in part.items():
-            if (isinstance(value, str) and not value.strip()) or not isinstance(value, (str, int, float)):
-                continue
-            if isinstance(value, float) and not math.isfinite(value):
-                continue
-            name = _key(key)
-            if name in found and json_text(found[name]) != json_text(value):
-                clashes.add(name)
-            found.setdefault(name, value)
-    return {name: value for name, value in found.items() if name not in clashes}
-
-
-def _fits(value: object, spec: object) -> bool:
-    """Whether ``value`` is of the type a parameter declares (any value where it declares none)."""
-    declared = spec.get("type") if isinstance(spec, Mapping) else None
-    if declared is None:
-        return True
-    kinds: tuple[type, ...] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}.get(
-        str(declared), ()
-    )
-    return isinstance(value, kinds) and (declared == "boolean") == isinstance(value, bool)
-
-
-def _remade(call: ToolCall, tool: Tool | None, helped: Sequence[CallOutcome]) -> ToolCall | None:
-    """``call`` with each argument the model looked up set to what the lookup gave, or None where
-    none changes. An argument was looked up where a call that worked was made with its value (the
-    company's name given for a symbol, then to the symbol lookup); it takes the value that call's
-    result gives by the argument's name, where that is one value, of the type the parameter declares."""
-    if tool is None:
-        return None
-    args = dict(call.args)
-    for name, failed in call.args.items():
-        sources = [o for o in helped if any(json_text(failed) == json_text(v) for v in o.call.args.values())]
-        offered = {json_text(v): v for o in sources if (v := _given(o.text).get(_key(name))) is not None}
-        if len(offered) == 1:
-            (value,) = offered.values()
-            if json_text(value) != json_text(failed) and _fits(value, _parameters(tool).get(name)):
-                args[name] = value
-    return ToolCall(tool=call.tool, args=args) if args != dict(call.args) else None
-
-
 class Ranker:
     """Tools ranked against a text by their name and description, n-grams IDF-weighted among the tools."""
 
@@ -219,10 +156,8 @@ class LookupHint(Policy):
         self._ranker: Ranker | None = None
         self._seen = 0  # calls the run had made at the last step this instance shaped
         self._hinted = 0
-        self._failed: tuple[CallOutcome, ...] = ()  # after a note that named functions: the calls that failed
+        self._failed: tuple[str, ...] = ()  # after a note that named functions: the functions that failed
         self._named: tuple[str, ...] = ()  # and the functions it named
-        self._expected: tuple[tuple[ToolCall, ToolCall], ...] = ()  # failed calls and the same spelled out
-        self._insist = False  # a call was refused for its old value: the next step calls
 
     def for_run(self, task: str, tools: Sequence[Tool]) -> LookupHint:
         """A fresh copy (a subclass stays one) with the tools' names and descriptions read once."""
@@ -231,7 +166,6 @@ class LookupHint(Policy):
         fresh._tools = {tool.name: tool for tool in tools}
         fresh._ranker = Ranker(tools)
         fresh._seen, fresh._hinted, fresh._failed, fresh._named = 0, 0, (), ()
-        fresh._expected, fresh._insist = (), False
         return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
@@ -240,29 +174,17 @@ class LookupHint(Policy):
         the last step all failed: the note naming the functions that may give what they lacked."""
         latest = view.calls[self._seen :]
         self._seen = len(view.calls)
-        answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
-        if self._insist:
-            self._insist = False
-            return StepShape(reason="a call was refused for a value the lookup replaced: the step calls", answer=answer)
         if not latest:  # an unreadable reply, a refused call: whatever waits, waits for the next calls
             return None
+        answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
         if self._failed:
-            failed, gave, self._failed, self._named = self._failed, self._named, (), ()
-            before = ", ".join(dict.fromkeys(outcome.call.tool for outcome in failed))
-            worked = [outcome for outcome in latest if outcome.status is ToolStatus.OK]
-            helped = [outcome for outcome in worked if outcome.call.tool in gave]
-            if helped and not {outcome.call.tool for outcome in worked} & {o.call.tool for o in failed}:
-                note = f"If the task still needs it, call {before} again now, with the values these results give."
-                remade = [_remade(o.call, self._tools.get(o.call.tool), helped) for o in failed]
-                spelled = "; ".join(dict.fromkeys(str(call) for call in remade if call)) if all(remade) else ""
-                if spelled:  # a model that copies its last call copies this one
-                    note += f" That is: {spelled}."
-                    self._expected = tuple((o.call, call) for o, call in zip(failed, remade, strict=True) if call)
+            before, gave, self._failed, self._named = self._failed, self._named, (), ()
+            worked = {outcome.call.tool for outcome in latest if outcome.status is ToolStatus.OK}
+            if worked & set(gave) and not worked & set(before):
+                again = ", ".join(before)
                 return StepShape(
-                    reason=f"{', '.join(dict.fromkeys(o.call.tool for o in helped))} worked: "
-                    + (spelled or f"{before} again")
-                    + " is asked for",
-                    note=note,
+                    reason=f"{', '.join(sorted(worked & set(gave)))} worked: {again} is asked for again",
+                    note=f"If the task still needs it, call {again} again now, with the values these results give.",
                     answer=answer,
                 )
         if self._hinted >= self.max_hints or any(outcome.status is not ToolStatus.ERROR for outcome in latest):
@@ -273,7 +195,8 @@ class LookupHint(Policy):
         if not named:  # nothing to point to: the plain loop's feedback is all there is to say
             return None
         self._hinted += 1
-        self._failed, self._named = tuple(latest), tuple(named)
+        failed = tuple(dict.fromkeys(outcome.call.tool for outcome in latest))
+        self._failed, self._named = failed, tuple(named)
         signatures = ", ".join(self._tools[name].signature() for name in named)
         note = (  # the words measured on multi_turn_base 100-119: a change of words is a change to measure
             f"{'That call' if len(latest) == 1 else 'Those calls'} failed. If it needs a value you do not have, "
@@ -281,35 +204,10 @@ class LookupHint(Policy):
             "call that needs its result. Or fix the call's arguments."
         )
         return StepShape(
-            reason=f"{', '.join(dict.fromkeys(o.call.tool for o in latest))} failed: named {', '.join(named)}",
+            reason=f"{', '.join(failed)} failed: named {', '.join(named)}",
             note=note,
             answer=answer,
         )
-
-    def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
-        """Once, after a call was spelled out with the values a lookup gave: refuse the failed
-        function called again with an old value where the lookup gave a new one (the model copied
-        its failed call), saying which value to use."""
-        del view
-        for before, after in self._expected:
-            if call.tool != after.tool:
-                continue
-            self._expected = ()
-            looked_up = {
-                name: value
-                for name, value in after.args.items()
-                if json_text(before.args.get(name)) != json_text(value)
-            }
-            stale = [name for name, value in looked_up.items() if json_text(call.args.get(name)) != json_text(value)]
-            if not stale:
-                return None
-            self._insist = self.must_call
-            given = ", ".join(f"{name} {json_text(looked_up[name], ensure_ascii=False)}" for name in stale)
-            return Refusal(
-                reason=f"{call.tool} called again with {', '.join(stale)} the lookup had replaced",
-                feedback=f"the lookup gave {given}. Call {after} now.",
-            )
-        return None
 
     def candidates(self, failed: Sequence[CallOutcome]) -> list[str]:
         """The functions closest to what failed, best first; none that the failed calls' functions
