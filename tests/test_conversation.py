@@ -628,3 +628,54 @@ def test_tool_names_given_as_a_generator_serve_every_request() -> None:
     talk.ask("Two?")
     prompts = [request.messages[0]["content"] for request in brain.asked]
     assert len(prompts) == 2 and all("ls(): " in p and "cat(" not in p for p in prompts), prompts
+
+
+def test_policies_given_as_a_generator_serve_every_request_and_a_name_is_refused_saying_what_to_do() -> None:
+    from shapeloop.policies import StateLine
+
+    brain = ScriptedBrain([answer_step("a"), answer_step("b")])
+    talk = Conversation(brain, Folders().tools(), policies=(p for p in [StateLine(lambda: "here")]))
+    assert [talk.ask(q).run.policies for q in ("One?", "Two?")] == [("state-line",)] * 2
+    with pytest.raises(TypeError, match=r"resolve\('default'\)"):
+        Conversation(ScriptedBrain([]), [], policies="default")
+
+
+def test_each_dropped_request_is_named_by_its_own_marker_and_earlier_markers_are_kept() -> None:
+    brain = ScriptedBrain([answer_step("a" * 50), answer_step("b" * 50), answer_step("c" * 50), answer_step("d")])
+    talk = Conversation(brain, [], policies=(), max_history_chars=150)
+    for request in ("first request alpha", "second request beta", "third request gamma", "fourth request delta"):
+        talk.ask(request)
+    markers = [m for m in contents(talk.history).split("\n") if m.startswith("[an earlier request cut, ")]
+    assert [m.count("an earlier request cut") for m in markers] == [1] * len(markers), markers
+    named = " ".join(markers)
+    assert "first request alpha" in named and "second request beta" in named, markers
+
+
+def test_a_request_stopped_by_ctrl_c_returns_its_turn_and_the_history_says_it_stopped(tmp_path: Path) -> None:
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy to a target."""
+        raise KeyboardInterrupt
+
+    brain = ScriptedBrain([tool_step("deploy", target="prod"), answer_step("ok")])
+    with Conversation(brain, [deploy], policies=(), transcript_path=tmp_path / "log.jsonl") as talk:
+        turn = talk.ask("Deploy to prod.")
+    assert turn.run.stop is StopReason.INTERRUPTED
+    last = talk.history[-1]
+    assert last["role"] == "user" and last["content"].startswith("[this request was stopped before it answered: ")
+    resumed = Conversation.resume(tmp_path / "log.jsonl", ScriptedBrain([]), [deploy], policies=())
+    assert resumed.history == talk.history
+
+
+def test_saving_into_a_missing_folder_or_onto_a_folder_names_the_path_given(tmp_path: Path) -> None:
+    from shapeloop.errors import TranscriptError
+
+    talk = Conversation(ScriptedBrain([answer_step("a")]), [], policies=())
+    talk.ask("One?")
+    for target, why in ((tmp_path / "missing" / "log.jsonl", "its folder does not exist"), (tmp_path, "a directory")):
+        with pytest.raises(TranscriptError, match=why) as raised:
+            talk.save(target)
+        assert str(target) in str(raised.value)
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"type": "request", "request": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match=r"latin1\.jsonl: not a conversation's log \(not UTF-8"):
+        Conversation.resume(tmp_path / "latin1.jsonl", ScriptedBrain([]), [], policies=())

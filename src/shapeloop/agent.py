@@ -158,7 +158,8 @@ def check_options(
 
     Raises:
         ValueError: a limit below its least, or a mode that is not one of :class:`~shapeloop.Mode`.
-        TypeError: a policy that is not a :class:`~shapeloop.policies.Policy`.
+        TypeError: a policy that is not a :class:`~shapeloop.policies.Policy` (names given as a
+            string included).
     """
     if max_steps < 1 or stuck_limit < 1:
         raise ValueError("max_steps and stuck_limit must be at least 1")
@@ -166,6 +167,11 @@ def check_options(
         raise ValueError(f"max_seconds must be 0 or more, not {max_seconds!r}")
     if mode not in {m.value for m in Mode}:
         raise ValueError(f"mode must be one of {', '.join(m.value for m in Mode)}, not {mode!r}")
+    if isinstance(policies, str):
+        raise TypeError(
+            f"policies takes shapeloop.policies.Policy objects, not the name {policies!r}: "
+            f"shapeloop.policies.resolve({policies!r}) gives them"
+        )
     chosen = tuple(DEFAULT if policies is None else policies)
     for policy in chosen:
         if not isinstance(policy, Policy):

@@ -57,6 +57,7 @@ counted with :func:`estimate_tokens` for a brain that cannot count tokens."""
 _PIECE = re.compile(r"[a-z]+|[ \t]+|\n+|.", re.S)  # how estimate_tokens reads a text
 
 _WHY = "to keep the conversation within its window"
+_DROP = "[an earlier request cut, "  # how the marker of a request cut whole begins
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
 _CHECKED = ("max_steps", "stuck_limit", "max_seconds", "mode", "policies")  # checked when it is made
 _CALL_CHARS = 120  # how much of a call a marker shows
@@ -168,6 +169,8 @@ class Conversation:
         unknown = sorted(set(options) - (_run_options() - _OWN))
         if unknown:
             raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
+        if options.get("policies") is not None and not isinstance(options["policies"], str):
+            options["policies"] = tuple(options["policies"])  # read by every request: a generator only once
         given_or_default = {**_run_defaults(), **options}
         check_options(**{name: given_or_default[name] for name in _CHECKED})  # now, not at the first request
         given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
@@ -216,8 +219,11 @@ class Conversation:
     def ask(self, request: str) -> Turn:
         """Run one request, continuing the conversation; cut the history first where it is over budget.
 
-        A run that raises (a brain's error, Ctrl-C) still leaves the request in the log and in the
-        history, with the calls it made and the error, so nothing it did is lost; the error is raised.
+        A run that raises (a brain's error) still leaves the request in the log and in the history,
+        with the calls it made and the error, so nothing it did is lost; the error is raised. Ctrl-C
+        during a request ends it as a turn that stopped ``interrupted`` (no error is raised: a chat
+        goes on to the next request); the history then says so after its last message, since a call
+        it made may not have finished.
 
         Raises:
             TypeError: a request that is not a string.
@@ -245,6 +251,10 @@ class Conversation:
                 skip -= 1
             elif entry["type"] != "message" or entry["role"] != "system":
                 self.transcript.add(entry)
+        if run.stop is StopReason.INTERRUPTED:  # a call may have been cut short: the next request reads so
+            note = Message(role="user", content=f"[this request was stopped before it answered: {run.reason}]")
+            messages.append(note)
+            self.transcript.add_message(note)
         self.transcript.add(_turn_entry(turn))
         self._requests.append(messages)
         self._levels.append(_WHOLE)
@@ -318,8 +328,13 @@ class Conversation:
             conversation = cls(brain, tools, **settings)
         for warning in warned:
             warnings.warn_explicit(warning.message, warning.category, *_caller())
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().split("\n")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{os.fspath(path)}: not a conversation's log (not UTF-8 text: {exc.reason} at byte {exc.start})"
+            ) from exc
         last = lines.pop()  # a file written whole ends with a newline: a last line without one may be cut off
         torn = bool(last.strip()) and not _whole_entry(last)
         if last.strip() and not torn:
@@ -405,12 +420,12 @@ class Conversation:
     def _drop(self, index: int) -> tuple[dict[int, list[Message]], list[str]]:
         """Request ``index`` cut whole; the marker goes before the next request that is left."""
         dropped = self._requests[index]
-        chars = sum(len(m["content"]) for m in dropped)
-        task = _clip(dropped[0]["content"], _CALL_CHARS) if dropped else ""
-        marker = f"[an earlier request cut, {len(dropped)} messages: {task!r}: {_count(chars)} characters, {_WHY}]"
+        carried, own = _markers_before(dropped[0]["content"]) if dropped else ([], "")
+        chars = len(own) + sum(len(m["content"]) for m in dropped[1:])
+        marker = f"{_DROP}{len(dropped)} messages: {_clip(own, _CALL_CHARS)!r}: {_count(chars)} characters, {_WHY}]"
         later = next(i for i in range(index + 1, len(self._requests)) if self._levels[i] < _DROPPED)
         first, *rest = self._requests[later]
-        moved = Message(role=first["role"], content=f"{marker}\n{first['content']}")
+        moved = Message(role=first["role"], content="\n".join([*carried, marker, first["content"]]))
         return {index: [], later: [moved, *rest]}, [marker]
 
     def _apply(self, changed: dict[int, list[Message]], level: int, index: int, markers: list[str]) -> None:
@@ -492,6 +507,13 @@ def _counted(brain: TokenCounter, messages: Sequence[Message]) -> int:
             f"{type(brain).__name__}.count_tokens returned {count!r}: it must return a whole number, 0 or more"
         )
     return count
+
+
+def _markers_before(text: str) -> tuple[list[str], str]:
+    """The markers of requests cut before this one, which open its first message, and the rest."""
+    lines = text.split("\n")
+    count = next((i for i, line in enumerate(lines) if not line.startswith(_DROP)), len(lines))
+    return lines[:count], "\n".join(lines[count:])
 
 
 def _settled(messages: list[Message]) -> list[Message]:

@@ -118,9 +118,22 @@ class Transcript:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the transcript as JSON Lines, replacing ``path`` atomically (a reader never sees
-        half a file); the temporary file is made with ``mkstemp`` beside it."""
+        half a file); the temporary file is made with ``mkstemp`` beside it.
+
+        Raises:
+            TranscriptError: ``path`` is a directory, or its folder is missing or cannot be written.
+        """
+        shown = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
+        if os.path.isdir(path):
+            raise TranscriptError(f"cannot write a transcript to {shown!r}: it is a directory; name a file")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            why = "its folder does not exist" if not os.path.isdir(folder) else exc.strerror
+            raise TranscriptError(
+                f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
+            ) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_jsonl())
