@@ -500,6 +500,10 @@ def test_a_resume_leaves_out_a_last_line_a_crash_cut_off(tmp_path: Path) -> None
     path.write_text(text[:-40] + "\n" + text[-40:], encoding="utf-8")  # a broken line inside is an error
     with pytest.raises(ValueError, match="not JSON"):
         Conversation.resume(path, ScriptedBrain([]), [])
+    for last in ("12", "[" * 5000 + "]" * 5000):  # JSON, but not an entry; nested past what the parser follows
+        path.write_text(text + last, encoding="utf-8")
+        with pytest.raises(ValueError, match=rf"line {text.count(chr(10)) + 1}: not "):
+            Conversation.resume(path, ScriptedBrain([]), [], policies=())
 
 
 @pytest.mark.parametrize(

@@ -336,7 +336,7 @@ class Conversation:
                 f"{os.fspath(path)}: not a conversation's log (not UTF-8 text: {exc.reason} at byte {exc.start})"
             ) from exc
         last = lines.pop()  # a file written whole ends with a newline: a last line without one may be cut off
-        torn = bool(last.strip()) and not _whole_entry(last)
+        torn = bool(last.strip()) and not _whole_line(last)
         if last.strip() and not torn:
             lines.append(last)
         for number, line in enumerate(lines, start=1):
@@ -611,17 +611,22 @@ def _rebuilt_turn(entry: dict[str, Any], own: list[dict[str, Any]]) -> Turn:
     return Turn(request=entry["request"], run=run, calls=calls, cuts=tuple(entry.get("cuts", ())))
 
 
-def _whole_entry(line: str) -> bool:
+def _whole_line(line: str) -> bool:
+    """Whether a line is JSON at all: a write cut short leaves an object unclosed, never valid JSON
+    (a line that is JSON but not an entry is a wrong entry, not a torn one)."""
     try:
-        return isinstance(json.loads(line), dict)
+        json.loads(line)
     except ValueError:
         return False
+    except RecursionError:  # nested deeper than the parser follows: whole, but no entry
+        return True
+    return True
 
 
 def _entry(line: str, path: str | os.PathLike[str], number: int) -> dict[str, Any]:
     try:
         entry = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"{os.fspath(path)}, line {number}: not JSON ({exc}); is it a conversation's log?") from exc
     if not isinstance(entry, dict) or "type" not in entry:
         raise ValueError(f"{os.fspath(path)}, line {number}: not an entry of a conversation's log (no 'type')")
