@@ -169,8 +169,9 @@ class Conversation:
         unknown = sorted(set(options) - (_run_options() - _OWN))
         if unknown:
             raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
-        if options.get("policies") is not None and not isinstance(options["policies"], str):
-            options["policies"] = tuple(options["policies"])  # read by every request: a generator only once
+        for name in ("allow_tools", "deny_tools", "policies"):  # read by every request: a generator only once
+            if options.get(name) is not None and not isinstance(options[name], str):
+                options[name] = list(options[name])
         given_or_default = {**_run_defaults(), **options}
         check_options(**{name: given_or_default[name] for name in _CHECKED})  # now, not at the first request
         given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
@@ -188,9 +189,6 @@ class Conversation:
         if turn_room != DEFAULT_TURN_ROOM and context_window is None:
             raise ValueError("turn_room applies to a budget worked out from context_window: give context_window too")
         self.tools = list(tools)
-        for name in ("allow_tools", "deny_tools"):  # read by every request (and the budget): a generator only once
-            if options.get(name) is not None and not isinstance(options[name], str):
-                options[name] = list(options[name])
         if context_window is not None:
             max_history_tokens = _window_budget(brain, self.tools, options, context_window, turn_room)
         elif max_history_tokens is not None and not isinstance(brain, TokenCounter):
@@ -619,7 +617,7 @@ def _whole_line(line: str) -> bool:
     except ValueError:
         return False
     except RecursionError:  # nested deeper than the parser follows: whole, but no entry
-        return True
+        pass
     return True
 
 

@@ -126,14 +126,12 @@ class Transcript:
         shown = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
-            raise TranscriptError(f"cannot write a transcript to {shown!r}: it is a directory; name a file")
+            raise _unwritable(shown, "it is a directory")
         try:
             fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
         except OSError as exc:
             why = "its folder does not exist" if not os.path.isdir(folder) else exc.strerror
-            raise TranscriptError(
-                f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
-            ) from exc
+            raise _unwritable(shown, why) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_jsonl())
@@ -162,13 +160,15 @@ def open_jsonl(path: str | os.PathLike[str]) -> IO[str]:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         why = {errno.ELOOP: "it is a symlink", errno.EISDIR: "it is a directory"}.get(exc.errno or 0, exc.strerror)
-        raise TranscriptError(
-            f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write"
-        ) from exc
+        raise _unwritable(shown, why) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def _unwritable(shown: str, why: str | None) -> TranscriptError:
+    return TranscriptError(f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write")
 
 
 OutputT = TypeVar("OutputT", default=Any)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shapeloop.brain import Brain, Message
@@ -104,11 +104,12 @@ class PolicySet:
             shape = policy.shape_step(view)
             if shape is None:
                 continue
-            change = _described(shape, names, last=last)
-            emit(_intervened(view.step, policy, "shape_step", change, shape.reason))
+            if last and shape.answer == "never":  # made to call there, the run would end unanswered
+                shape = replace(shape, answer="may")
+            emit(_intervened(view.step, policy, "shape_step", _described(shape, names), shape.reason))
             offered &= names if shape.tools is None else shape.tools
             must |= shape.answer == "must"
-            never |= shape.answer == "never" and not last
+            never |= shape.answer == "never"
             if shape.note:
                 notes.append(shape.note)
         if must:
@@ -146,14 +147,14 @@ def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) 
     return PolicyIntervened(step=step, policy=policy.name, hook=hook, change=change, reason=reason)
 
 
-def _described(shape: StepShape, names: frozenset[str], *, last: bool) -> str:
-    """A step shape in a few words, for the event (``last``: the run's last step, which may answer)."""
+def _described(shape: StepShape, names: frozenset[str]) -> str:
+    """A step shape in a few words, for the event."""
     parts = []
     if shape.tools is not None:
         parts.append(f"offered {len(shape.tools & names)} of {len(names)} tools")
     if shape.answer == "must":
         parts.append("answer only")
-    elif shape.answer == "never" and not last:
+    elif shape.answer == "never":
         parts.append("no answer")
     if shape.note:
         parts.append(f"note: {shape.note}")
