@@ -43,6 +43,8 @@ class Tool:
             model wrote them; the rest run concurrently. A string (every call of this tool, and of
             any tool with the same key) or a function of the arguments (``lambda args:
             args["path"]``: calls on one file); None runs concurrently.
+        read_only: the tool only reads: calling it changes nothing (MCP's ``readOnlyHint``). Policies
+            that look at the state before acting call only such tools on their own.
         optional_when_named: deprecated, no effect (a warning says so); it will be removed.
         choices: deprecated, no effect (a warning says so); it will be removed.
     """
@@ -53,6 +55,7 @@ class Tool:
     fn: Callable[..., Any] = field(repr=False)
     needs_approval: bool = False
     lock_key: LockKey | None = field(default=None, repr=False)
+    read_only: bool = False
     optional_when_named: InitVar[bool | None] = None
     choices: InitVar[Callable[[str], Mapping[str, Sequence[str]]] | None] = None
     # a validator per pattern time bound (a run's Limits.pattern_seconds); its patterns never backtrack
@@ -121,6 +124,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
+    read_only: bool = False,
     optional_when_named: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -133,6 +137,7 @@ def tool(
     description: str | None = None,
     needs_approval: bool = False,
     lock_key: LockKey | None = None,
+    read_only: bool = False,
     optional_when_named: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function: ``@tool`` or ``@tool(needs_approval=True, lock_key="disk")``.
@@ -162,6 +167,7 @@ def tool(
             fn=call,
             needs_approval=needs_approval,
             lock_key=lock_key,
+            read_only=read_only,
         )
 
     return build if fn is None else build(fn)

@@ -551,7 +551,7 @@ def workspace_tools(
     """
     space = Workspace(root)
 
-    @tool
+    @tool(read_only=True)
     def read_file(path: str, offset: int = 0, length: int = max_read_chars) -> str:
         """Read a text file in the workspace.
 
@@ -563,7 +563,7 @@ def workspace_tools(
         """
         return space.read_text(path, offset=offset, length=min(length, max_read_chars))
 
-    @tool
+    @tool(read_only=True)
     def list_files(path: str = ".") -> str:
         """List the files and folders in the workspace (recursively), as paths to pass to read_file.
 
@@ -572,7 +572,7 @@ def workspace_tools(
         """
         return space.list(path, read_length=max_read_chars)
 
-    @tool
+    @tool(read_only=True)
     def search_files(text: str, path: str = ".") -> str:
         """Find the lines of the workspace's files that hold a text (case aside), and count them.
 
