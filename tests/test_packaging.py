@@ -20,6 +20,7 @@ EXTRA_OF = {
     "backends/_llama.py": "local",
     "backends/_fast.py": "local",
     "testing.py": "testing",
+    "mcp.py": "mcp",
 }
 
 

@@ -1,0 +1,577 @@
+"""Tools from Model Context Protocol servers: ``with mcp_tools("mcp-server-time") as tools: run_agent(...)``.
+
+:func:`mcp_tools` starts or reaches each server (a command over stdio, a URL over streamable HTTP,
+or an SDK server object in process), lists its tools and returns them as shapeloop tools, so
+argument validation, constrained decoding, approval, repeats, events and the transcript work as for
+any tool. The SDK is asynchronous; one background event loop (an anyio blocking portal) serves every
+server of one :class:`MCPTools`, and each server's client is entered and left in one task.
+
+Safety is the server's own word: a tool whose annotations do not say ``readOnlyHint: true`` needs
+approval like any acting tool, and :meth:`MCPTool.approval_note` says what the server claims
+(``destructiveHint``) for the person asked. A server's description is documentation the model
+reads, cut to a bounded length; it is never an instruction to the loop.
+
+Every failure of a call is a result the model reads (``ERROR: ...``): the server's error text, an
+MCP error, a call past ``call_timeout``, a server that died (named once with the end of its stderr;
+its tools then answer that it is gone). A server that cannot start is one :class:`ServerUnavailable`
+before the run, naming the command, the end of its stderr and the log file that holds all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import json
+import os
+import shlex
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, ExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import anyio.from_thread
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp import types as mcp_types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import MCPServer, Server
+from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK's client with its MCP timeouts
+
+from shapeloop.errors import ShapeloopError, ToolFailure, UsageError
+from shapeloop.text import printable
+from shapeloop.tools import Tool, drop_titles
+
+DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Seconds a server has to start and answer the handshake and the tool listing."""
+DEFAULT_CALL_TIMEOUT = 60.0
+"""Seconds one call may take; the server stays usable after a call that runs past it."""
+MAX_DESCRIPTION_CHARS = 1000  # of a server's tool description that the model reads
+_STDERR_LINES = 5  # of a server's stderr quoted in an error
+_MAX_DEPTH = 64  # schema levels normalised; deeper ones are left as given (the toolbox refuses them)
+_GRACE = 5.0  # seconds past call_timeout before the client itself is given up on
+
+
+class ServerUnavailable(ShapeloopError):
+    """An MCP server that could not be started or reached; raised before any run.
+
+    Attributes:
+        server: the server's name in messages.
+        log_path: the file that holds the server's stderr (stdio servers), or None.
+    """
+
+    def __init__(self, message: str, *, server: str, log_path: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.log_path = log_path
+
+
+@dataclass(frozen=True, kw_only=True)
+class StdioServer:
+    """A server started as a command that speaks MCP on its stdin and stdout.
+
+    Args:
+        command: the program (``mcp-server-time``, ``uvx``), found on ``PATH``.
+        args: its arguments.
+        env: environment variables for it; the SDK passes only a few of ours (``HOME``, ``PATH``).
+        cwd: the folder it runs in.
+        name: the server's name in messages (default: the command's file name).
+        prefix: put before each of its tool names (``git_``), to tell apart tools that two servers
+            both name.
+    """
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    name: str | None = None
+    prefix: str = ""
+
+    @classmethod
+    def parse(cls, line: str, **options: Any) -> StdioServer:
+        """A server from one command line, split as a shell would (``"uvx mcp-server-git --repository ."``).
+
+        Raises:
+            ValueError: an empty line, or quotes that do not close.
+        """
+        words = shlex.split(line)
+        if not words:
+            raise ValueError("the MCP server command is empty: give the program to run, e.g. 'mcp-server-time'")
+        return cls(command=words[0], args=tuple(words[1:]), **options)
+
+    @property
+    def label(self) -> str:
+        """The name messages give the server."""
+        return self.name or os.path.basename(self.command) or self.command
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpServer:
+    """A server reached over streamable HTTP at ``url``, with ``headers`` on every request
+    (``{"Authorization": "Bearer ..."}``); ``name`` and ``prefix`` as for :class:`StdioServer`."""
+
+    url: str
+    headers: Mapping[str, str] | None = None
+    name: str | None = None
+    prefix: str = ""
+
+    @property
+    def label(self) -> str:
+        """The name messages give the server."""
+        return self.name or urllib.parse.urlsplit(self.url).netloc or self.url
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalServer:
+    """An SDK server object (``mcp.server.MCPServer`` or a low-level ``Server``) run in this process:
+    for tests and for tools written with the SDK."""
+
+    server: Any
+    name: str | None = None
+    prefix: str = ""
+
+    @property
+    def label(self) -> str:
+        """The name messages give the server."""
+        return self.name or str(getattr(self.server, "name", "") or "in-process")
+
+
+ServerSpec = StdioServer | HttpServer | LocalServer
+
+
+def as_server(value: ServerSpec | str | Any) -> ServerSpec:
+    """A server from shorthand: a URL (``http://``, ``https://``), a command line, or an SDK server object."""
+    if isinstance(value, StdioServer | HttpServer | LocalServer):
+        return value
+    if isinstance(value, str):
+        if value.strip().lower().startswith(("http://", "https://")):
+            return HttpServer(url=value.strip())
+        return StdioServer.parse(value)
+    if isinstance(value, MCPServer | Server):
+        return LocalServer(server=value)
+    raise TypeError(f"an MCP server is a command line, a URL, a StdioServer, HttpServer or LocalServer, not {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPTool(Tool):
+    """A tool of an MCP server.
+
+    Attributes:
+        server: the server's name in messages.
+        remote_name: the tool's name on the server (``name`` may carry the server's prefix).
+        annotations: the server's hints, as the protocol spells them (``readOnlyHint``,
+            ``destructiveHint``, ``idempotentHint``, ``openWorldHint``, ``title``); those not given
+            are left out.
+    """
+
+    server: str = ""
+    remote_name: str = ""
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+    def approval_note(self) -> str:
+        """What the server says about the tool, for the person asked to approve a call."""
+        if self.annotations.get("readOnlyHint") is True:
+            return f"server {self.server!r} says it only reads"
+        if self.annotations.get("destructiveHint") is True:
+            return f"server {self.server!r} says it may DESTROY or overwrite data"
+        if self.annotations.get("destructiveHint") is False:
+            return f"server {self.server!r} says it changes things but destroys nothing"
+        return f"server {self.server!r} does not say what it changes"
+
+
+class _Connection:
+    """One server: its client, held by one task of the portal's loop, and its calls."""
+
+    def __init__(self, spec: ServerSpec, portal: anyio.from_thread.BlockingPortal, *, call_timeout: float,
+                 log_dir: Path) -> None:  # fmt: skip
+        self.spec = spec
+        self.label = spec.label
+        self._portal = portal
+        self._call_timeout = call_timeout
+        self._log_dir = log_dir
+        self.log: TextIO | None = None
+        self.log_path: str | None = None
+        self._client: Client | None = None
+        self._stop: anyio.Event | None = None
+        self._held: concurrent.futures.Future[None] | None = None
+        self._lock = threading.Lock()
+        self._gone: str | None = None  # why the server is gone, once it is
+        self._told = False  # whether a call has said so at length
+        self.tool_names: list[str] = []
+
+    def open(self, timeout: float) -> list[mcp_types.Tool]:
+        """Start or reach the server and list its tools, within ``timeout`` seconds."""
+        if isinstance(self.spec, StdioServer):
+            self._log_dir.mkdir(parents=True, exist_ok=True)
+            fd, self.log_path = tempfile.mkstemp(prefix=f"{_safe(self.label)}-", suffix=".log", dir=self._log_dir)
+            self.log = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
+        ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
+        self._held = self._portal.start_task_soon(self._hold, ready)
+        try:
+            return ready.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            self._held.cancel()
+            raise self._unavailable(f"it did not answer within {timeout:g} s (connect_timeout)") from None
+        except Exception as exc:  # whatever stopped it goes into one message
+            raise self._unavailable(_describe(exc, self.spec)) from exc
+
+    async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                client = await stack.enter_async_context(await self._client_for(stack))
+                listed: list[mcp_types.Tool] = []
+                cursor: str | None = None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    listed += page.tools
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                self._client, self._stop = client, anyio.Event()
+                ready.set_result(listed)
+                await self._stop.wait()
+        except Exception as exc:  # noqa: BLE001 - the server's end, told to the caller or the next call
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                self._mark_gone(_describe(exc, self.spec))
+
+    async def _client_for(self, stack: AsyncExitStack) -> Client:
+        spec = self.spec
+        if isinstance(spec, StdioServer):
+            assert self.log is not None, "a stdio server's log is opened before it starts"
+            cwd = None if spec.cwd is None else os.fspath(spec.cwd)
+            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env or {}) or None,
+                                           cwd=cwd)  # fmt: skip
+            return Client(stdio_client(params, errlog=self.log), mode="legacy")
+        if isinstance(spec, HttpServer):
+            http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers or {})))
+            return Client(streamable_http_client(spec.url, http_client=http), mode="legacy")
+        return Client(spec.server, mode="legacy")
+
+    def call(self, name: str, args: Mapping[str, Any]) -> str:
+        """Call a tool; every failure is a :class:`ToolFailure` whose text the model reads."""
+        if self._gone is not None:
+            raise ToolFailure(self._gone_text(name))
+        try:
+            result = self._portal.call(self._call, name, dict(args))
+        except MCPError as exc:
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                raise self._timed_out(name) from exc
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                self._mark_gone(exc.message or "the connection closed")
+                raise ToolFailure(self._gone_text(name)) from exc
+            raise ToolFailure(f"{name} on MCP server {self.label!r}: {exc.message} (MCP error {exc.code})") from exc
+        except TimeoutError as exc:
+            raise self._timed_out(name) from exc
+        except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            self._mark_gone(str(exc) or type(exc).__name__)
+            raise ToolFailure(self._gone_text(name)) from exc
+        text = render_result(result)
+        if result.is_error:
+            raise ToolFailure(f"{name} on MCP server {self.label!r} failed: {text}")
+        return text
+
+    async def _call(self, name: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
+        client = self._client
+        if client is None or self._stop is None or self._stop.is_set():
+            raise RuntimeError("the connection is closed")
+        with anyio.fail_after(self._call_timeout + _GRACE):
+            return await client.call_tool(name, args, read_timeout_seconds=self._call_timeout)
+
+    def _timed_out(self, name: str) -> ToolFailure:
+        return ToolFailure(
+            f"{name} on MCP server {self.label!r} gave no result within {self._call_timeout:g} s (call_timeout); "
+            "the server is still there: try another way or answer without it"
+        )
+
+    def _mark_gone(self, why: str) -> None:
+        with self._lock:
+            self._gone = self._gone or why
+
+    def _gone_text(self, name: str) -> str:
+        """What a call of a dead server's tool reads: the first names the server, why it stopped and
+        the end of its stderr; the later ones only that it is gone."""
+        with self._lock:
+            first, self._told = not self._told, True
+        if not first:
+            return f"MCP server {self.label!r} is gone ({self._gone}); {name} cannot be called: answer without it"
+        names = ", ".join(self.tool_names) or "none"
+        return (f"MCP server {self.label!r} stopped: {self._gone}{self._stderr_note()}. Its tools ({names}) are gone "
+                "for the rest of this run: answer without them or use another tool")  # fmt: skip
+
+    @property
+    def gone(self) -> str | None:
+        """Why the server is gone, or None while it serves."""
+        return self._gone
+
+    def _unavailable(self, why: str) -> ServerUnavailable:
+        what = shlex.join([self.spec.command, *self.spec.args]) if isinstance(self.spec, StdioServer) else (
+            self.spec.url if isinstance(self.spec, HttpServer) else "the in-process server")  # fmt: skip
+        return ServerUnavailable(f"MCP server {self.label!r} ({what}) could not start: {why}{self._stderr_note()}",
+                                 server=self.label, log_path=self.log_path)  # fmt: skip
+
+    def _stderr_note(self) -> str:
+        if self.log is None or self.log_path is None:
+            return ""
+        if not self.log.closed:
+            self.log.flush()
+        lines = Path(self.log_path).read_text(encoding="utf-8", errors="replace").splitlines()[-_STDERR_LINES:]
+        said = " | ".join(printable(line.strip())[:200] for line in lines if line.strip())
+        return f"; its stderr ends: {said} (all of it in {self.log_path})" if said else ""
+
+    def close(self) -> None:
+        """Leave the client in the task that entered it, which stops a stdio server's process."""
+        held = self._held
+        if held is not None and not held.done():
+            stop = self._stop
+            if stop is None:
+                held.cancel()
+            else:
+                self._portal.call(stop.set)
+            with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
+                held.result(timeout=DEFAULT_CONNECT_TIMEOUT)
+        self._client = None
+        if self.log is not None and not self.log.closed:
+            self.log.close()
+
+
+class MCPTools:
+    """The tools of one or more MCP servers, and the servers' connections: close it (``with`` does)
+    to stop them. Iterating gives the tools; see :func:`mcp_tools`."""
+
+    def __init__(self, tools: list[MCPTool], connections: list[_Connection], stack: ExitStack) -> None:
+        self.tools = tools
+        self._connections = connections
+        self._stack = stack
+
+    def __iter__(self) -> Iterator[MCPTool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __enter__(self) -> MCPTools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def gone(self) -> dict[str, str]:
+        """The servers that died, by name, with why."""
+        return {c.label: c.gone for c in self._connections if c.gone is not None}
+
+    @property
+    def logs(self) -> dict[str, str]:
+        """The file that holds each stdio server's stderr, by server name."""
+        return {c.label: c.log_path for c in self._connections if c.log_path is not None}
+
+    def close(self) -> None:
+        """Stop every server and the background loop; calls after this fail as ``ERROR: ...``."""
+        self._stack.close()
+
+
+def mcp_tools(
+    *servers: ServerSpec | str | Any,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    log_dir: str | os.PathLike[str] | None = None,
+) -> MCPTools:
+    """Connect to MCP servers and return their tools, ready for ``run_agent`` or a ``Conversation``.
+
+    Args:
+        servers: each a command line (``"mcp-server-git --repository ."``), a URL (streamable HTTP),
+            a :class:`StdioServer`, :class:`HttpServer` or :class:`LocalServer`, or an SDK server object.
+        connect_timeout: seconds each server has to start and list its tools.
+        call_timeout: seconds one call may take before it is ``ERROR: ... gave no result``.
+        log_dir: the folder for the stdio servers' stderr logs (default: ``shapeloop-mcp`` in the
+            system's temporary folder).
+
+    Raises:
+        ServerUnavailable: a server could not start or be reached (the others are stopped again).
+        UsageError: no server, a timeout that is not positive, or two tools of the same name (give
+            one server a ``prefix``).
+    """
+    if not servers:
+        raise UsageError("mcp_tools needs at least one server: a command line, a URL or a server object")
+    for what, seconds in (("connect_timeout", connect_timeout), ("call_timeout", call_timeout)):
+        if not seconds > 0:
+            raise UsageError(f"{what} must be more than 0 seconds, not {seconds!r}")
+    specs = [as_server(s) for s in servers]
+    folder = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "shapeloop-mcp"
+    stack = ExitStack()
+    try:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal(name="shapeloop-mcp"))
+        tools: dict[str, MCPTool] = {}
+        connections = []
+        for spec in specs:
+            connection = _Connection(spec, portal, call_timeout=call_timeout, log_dir=folder)
+            stack.callback(connection.close)
+            connections.append(connection)
+            for remote in connection.open(connect_timeout):
+                made = _tool(remote, connection, spec.prefix)
+                if made.name in tools:
+                    raise UsageError(
+                        f"MCP servers {tools[made.name].server!r} and {connection.label!r} both have a tool named "
+                        f"{made.name!r}: give one of them a prefix (StdioServer(..., prefix='{_safe(spec.label)}_'))"
+                    )
+                tools[made.name] = made
+                connection.tool_names.append(made.name)
+    except BaseException:
+        stack.close()
+        raise
+    return MCPTools(list(tools.values()), connections, stack)
+
+
+def _tool(remote: mcp_types.Tool, connection: _Connection, prefix: str) -> MCPTool:
+    hints = remote.annotations
+    annotations: dict[str, Any] = {}
+    if hints is not None:
+        for key, value in (("title", hints.title), ("readOnlyHint", hints.read_only_hint),
+                           ("destructiveHint", hints.destructive_hint), ("idempotentHint", hints.idempotent_hint),
+                           ("openWorldHint", hints.open_world_hint)):  # fmt: skip
+            if value is not None:
+                annotations[key] = value
+    read_only = annotations.get("readOnlyHint") is True
+    description = " ".join(printable(remote.description or remote.title or remote.name).split())
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    name = remote.name
+
+    def call(**args: Any) -> str:
+        return connection.call(name, args)
+
+    return MCPTool(name=prefix + name, description=description, parameters=normalise_schema(remote.input_schema),
+                   fn=call, needs_approval=not read_only, read_only=read_only, server=connection.label,
+                   remote_name=name, annotations=annotations)  # fmt: skip
+
+
+def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """An MCP tool's input schema as the loop needs it: an object at the root; every object that
+    lists its properties closed (``additionalProperties: false``) unless it says otherwise; an
+    optional property typed ``anyOf: [T, null]`` (or ``type: [T, "null"]``) with ``default: null``
+    made plain ``T`` (leaving it out means null); no ``title`` annotations."""
+    out: dict[str, Any] = drop_titles(copy.deepcopy(dict(schema)))
+    out["type"] = "object"
+    out.setdefault("properties", {})
+    _close(out, 0)
+    return out
+
+
+def _close(node: dict[str, Any], depth: int, *, in_all_of: bool = False) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        if not in_all_of and "additionalProperties" not in node and "patternProperties" not in node:
+            node["additionalProperties"] = False
+        listed = node.get("required")
+        required = listed if isinstance(listed, list) else []
+        for key, spec in list(properties.items()):
+            if isinstance(spec, dict) and key not in required:
+                properties[key] = _without_null(spec)
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            children = [v for v in value.values() if isinstance(v, dict)]
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+            children = [v for v in value if isinstance(v, dict)]
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
+            children = [value]
+        else:
+            continue
+        for child in children:
+            _close(child, depth + 1, in_all_of=in_all_of or key == "allOf")
+
+
+def _without_null(spec: dict[str, Any]) -> dict[str, Any]:
+    """An optional property's schema without the null it may be (its absence says null)."""
+    kind = spec.get("type")
+    if isinstance(kind, list) and "null" in kind and len(kind) > 1:
+        rest = [k for k in kind if k != "null"]
+        spec = {**spec, "type": rest[0] if len(rest) == 1 else rest}
+    else:
+        branches = spec.get("anyOf")
+        if not isinstance(branches, list) or {"type": "null"} not in branches:
+            return spec
+        kept = [b for b in branches if b != {"type": "null"}]
+        if not kept:
+            return spec
+        outer = {k: v for k, v in spec.items() if k != "anyOf"}
+        spec = {**outer, **kept[0]} if len(kept) == 1 and isinstance(kept[0], dict) else {**outer, "anyOf": kept}
+    if "default" in spec and spec["default"] is None:
+        spec = {k: v for k, v in spec.items() if k != "default"}
+    return spec
+
+
+def render_result(result: mcp_types.CallToolResult) -> str:
+    """A call's result as text: its text blocks; images, audio and resources as a short note each;
+    the structured content as JSON where no text came with it."""
+    parts = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+            kind = "an image" if isinstance(block, mcp_types.ImageContent) else "audio"
+            parts.append(f"[{kind} ({block.mime_type}, {_size(len(block.data) * 3 // 4)}) that is not shown here]")
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.append(f"[a link to the resource {block.uri}" + (f" ({block.name})]" if block.name else "]"))
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, mcp_types.TextResourceContents):
+                parts.append(resource.text)
+            else:
+                parts.append(f"[the resource {resource.uri} ({resource.mime_type or 'binary'}), not shown here]")
+    text = "\n".join(parts)
+    if not text.strip() and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False, default=str)
+    return text if text.strip() else "(no output)"
+
+
+def _size(count: int) -> str:
+    return f"{count} bytes" if count < 1024 else f"{count / 1024:.0f} KB"
+
+
+def _safe(label: str) -> str:
+    """A server's name as a file-name part and an identifier."""
+    kept = "".join(c if c.isalnum() else "_" for c in label).strip("_")
+    return kept[:40] or "server"
+
+
+def _describe(exc: BaseException, spec: ServerSpec) -> str:
+    """What stopped a server, from the innermost errors of the SDK's (nested) exception groups."""
+    leaves: list[BaseException] = []
+    pending = [exc]
+    while pending and len(leaves) < 8:
+        item = pending.pop(0)
+        if isinstance(item, BaseExceptionGroup):
+            pending += list(item.exceptions)
+        elif not isinstance(item, asyncio.CancelledError):  # the portal runs asyncio
+            leaves.append(item)
+    first = leaves[0] if leaves else exc
+    if isinstance(first, FileNotFoundError) and isinstance(spec, StdioServer):
+        return f"there is no command {spec.command!r}: install it, or give its full path"
+    if isinstance(first, MCPError):
+        return f"{first.message} (MCP error {first.code}; is it an MCP server, started with the right arguments?)"
+    return f"{type(first).__name__}: {first}" if str(first) else type(first).__name__
+
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "HttpServer",
+    "LocalServer",
+    "MCPTool",
+    "MCPTools",
+    "ServerSpec",
+    "ServerUnavailable",
+    "StdioServer",
+    "as_server",
+    "mcp_tools",
+    "normalise_schema",
+    "render_result",
+]
