@@ -156,6 +156,57 @@ def as_server(value: ServerSpec | str | Any) -> ServerSpec:
     raise TypeError(f"an MCP server is a command line, a URL, a StdioServer, HttpServer or LocalServer, not {value!r}")
 
 
+def servers_from_config(config: Mapping[str, Any]) -> list[StdioServer | HttpServer]:
+    """The servers of a configuration in the format Claude Desktop and others keep
+    (``{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {...}}}}``): a
+    server has a ``command`` (with ``args``, ``env``, ``cwd``) or a ``url`` (with ``headers``); ours
+    may also set a ``prefix``; one with ``"disabled": true`` is left out. The key is the server's name.
+
+    Raises:
+        ValueError: a configuration of another shape; the message names the server and the key.
+    """
+    entries = config.get("mcpServers") if isinstance(config, Mapping) else None
+    if not isinstance(entries, Mapping):
+        raise ValueError('an MCP configuration is an object with "mcpServers": {"NAME": {"command": ...}}')
+    servers: list[StdioServer | HttpServer] = []
+    for name, entry in entries.items():
+        where = f"mcpServers.{name}"
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"{where} must be an object with a command or a url")
+        if entry.get("disabled") is True:
+            continue
+        prefix = _strings(entry, "prefix", where) or ""
+        if isinstance(entry.get("url"), str) and "command" not in entry:
+            servers.append(HttpServer(url=entry["url"], headers=_mapping(entry, "headers", where), name=name,
+                                      prefix=str(prefix)))  # fmt: skip
+            continue
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError(f'{where} needs a "command" (a program to run) or a "url"')
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ValueError(f'{where}.args must be a list of strings')
+        servers.append(StdioServer(command=command, args=tuple(args), env=_mapping(entry, "env", where),
+                                   cwd=_strings(entry, "cwd", where), name=name, prefix=str(prefix)))  # fmt: skip
+    return servers
+
+
+def _strings(entry: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{where}.{key} must be a string")
+    return value
+
+
+def _mapping(entry: Mapping[str, Any], key: str, where: str) -> dict[str, str] | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{where}.{key} must be an object of strings")
+    return {str(k): v for k, v in value.items()}
+
+
 @dataclass(frozen=True, kw_only=True)
 class MCPTool(Tool):
     """A tool of an MCP server.
@@ -574,4 +625,5 @@ __all__ = [
     "mcp_tools",
     "normalise_schema",
     "render_result",
+    "servers_from_config",
 ]
