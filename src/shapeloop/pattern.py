@@ -5,19 +5,28 @@ tried on comes from the model. The standard library's ``re`` backtracks: ``^(a+)
 ``"a" * 30 + "!"`` takes minutes. Here the pattern is read by ``re``'s own parser (so it means what
 ``re`` would make of it), compiled to a small program, and run as a Pike VM: every position of the
 text is visited once with the set of states alive there, so a search costs at most (text length) ×
-(program size) steps, and it gives up at a deadline besides. What such a machine cannot run
-(backreferences, lookarounds, conditionals) is refused when the schema is checked, with one line.
+(program size) steps, and it gives up at a deadline besides.
+
+The engine agrees with ``re.search`` on every pattern it accepts. What one character matches (a
+literal, a class, ``.``, ``\\d`` and ``\\w`` under ``(?a)`` or not, case folding) and whether an anchor
+holds (``^``, ``$``, ``\\b``, ``\\B``) is asked of ``re`` itself, compiled for that one item with the
+flags in force there; only the structure (sequence, alternation, repetition) is the engine's. What
+such a machine cannot run the way ``re`` does (backreferences, lookarounds, conditionals, atomic
+groups and possessive repeats, whose matches depend on backtracking) is refused when the schema is
+checked, with one line.
 
 :func:`bounded_validator` is jsonschema's validator for a schema with ``pattern``,
-``patternProperties`` and ``additionalProperties`` checked by this engine instead of ``re``.
+``patternProperties`` and ``additionalProperties`` checked by this engine instead of ``re``;
+:func:`pattern_budget` gives every check of one validation one shared time budget.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,16 +36,16 @@ import jsonschema
 import jsonschema.validators
 from jsonschema.exceptions import ValidationError
 
-# re's own parser, a private module of the standard library (re._parser since 3.11): a pattern is
-# read exactly as jsonschema's re.search would read it; only the parser's output is walked here.
+# re's own parser and compiler, private modules of the standard library (re._parser and
+# re._compiler since 3.11): a pattern is read exactly as jsonschema's re.search would read it, and
+# each character test is compiled by re itself, so the two cannot disagree on what a character is.
 sre = re._constants  # type: ignore[attr-defined]
 sre_parse = re._parser  # type: ignore[attr-defined]
+sre_compile = re._compiler  # type: ignore[attr-defined]
 
 MAX_PROGRAM = 20_000
 """The most instructions a compiled pattern may have (``x{1000}`` is a thousand copies of ``x``)."""
 _CHECK_EVERY = 64  # characters between looks at the clock
-
-Test = Callable[[str], bool]
 
 
 class PatternRefused(ValueError):
@@ -45,7 +54,7 @@ class PatternRefused(ValueError):
 
 @dataclass(frozen=True)
 class _Char:
-    test: Test
+    test: Callable[[str], object]  # re's verdict on one character: a match or None
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,7 @@ class _Jump:
 
 @dataclass(frozen=True)
 class _At:
-    where: Any
-    multiline: bool
+    holds: Callable[[str, int], object]  # re's verdict on the anchor at a position: a match or None
 
 
 _Instruction = _Char | _Split | _Jump | _At | None  # None: a match
@@ -74,12 +82,14 @@ class Pattern:
     def __init__(self, source: str) -> None:
         self.source = source
         try:
+            re.compile(source)  # what re refuses (some errors come only from its compiler) is refused here too
             parsed = sre_parse.parse(source)
-        except re.error as exc:
+        except (re.error, OverflowError) as exc:
             raise PatternRefused(f"{source!r} is not a regular expression ({exc})") from None
         except RecursionError:
             raise PatternRefused(f"{source!r} nests its groups too deeply") from None
         self._program: list[_Instruction] = []
+        self._items: dict[tuple[Any, str, int], re.Pattern[str]] = {}
         self._compile(list(parsed), parsed.state.flags)
         self._program.append(None)
 
@@ -95,7 +105,7 @@ class Pattern:
                 return True
             if deadline is not None and pos % _CHECK_EVERY == 0 and time.monotonic() > deadline:
                 raise TimeoutError(f"no verdict on {self.source!r} in time")
-            moved = [pc + 1 for pc, item in current if item.test(char)]
+            moved = [pc + 1 for pc, item in current if item.test(char) is not None]
             moved.append(0)  # re.search: a match may begin at the next position too
             current, matched = self._closure(moved, text, pos + 1)
         return matched
@@ -118,7 +128,7 @@ class Pattern:
             elif isinstance(item, _Jump):
                 stack.append(item.to)
             elif isinstance(item, _At):
-                if _holds(item, text, pos):
+                if item.holds(text, pos) is not None:
                     stack.append(pc + 1)
             elif item is None:
                 matched = True
@@ -134,38 +144,39 @@ class Pattern:
         self._program.append(item)
         return len(self._program) - 1
 
+    def _one(self, op: Any, arg: Any, flags: int) -> re.Pattern[str]:
+        """``re``'s own program for the single item ``(op, arg)`` under ``flags`` (compiled once)."""
+        key = (op, repr(arg), flags)
+        program = self._items.get(key)
+        if program is None:
+            state = sre_parse.State()
+            state.flags = flags
+            program = sre_compile.compile(sre_parse.SubPattern(state, [(op, arg)]), 0)
+            self._items[key] = program
+        return program
+
     def _compile(self, items: list[tuple[Any, Any]], flags: int) -> None:
         for op, arg in items:
             self._compile_one(op, arg, flags)
 
     def _compile_one(self, op: Any, arg: Any, flags: int) -> None:
-        fold = bool(flags & re.IGNORECASE)
-        if op is sre.LITERAL:
-            self._emit(_Char(_literal(arg, fold)))
-        elif op is sre.NOT_LITERAL:
-            same = _literal(arg, fold)
-            self._emit(_Char(lambda c: not same(c)))
-        elif op is sre.ANY:
-            self._emit(_Char((lambda c: True) if flags & re.DOTALL else (lambda c: c != "\n")))
-        elif op is sre.IN:
-            self._emit(_Char(_charset(arg, fold)))
+        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
+            self._emit(_Char(self._one(op, arg, flags).fullmatch))
         elif op is sre.AT:
-            self._emit(_At(arg, bool(flags & re.MULTILINE)))
+            self._emit(_At(self._one(op, arg, flags).match))
         elif op is sre.SUBPATTERN:
             _, add, remove, body = arg
-            self._compile(list(body), (flags | add) & ~remove)
-        elif op is sre.ATOMIC_GROUP:
-            self._compile(list(arg), flags)  # same language: atomicity only prunes backtracking
+            self._compile(list(body), sre_compile._combine_flags(flags, add, remove))
         elif op is sre.BRANCH:
             self._branch([list(b) for b in arg[1]], flags)
-        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):  # lazy or greedy: the same texts have a match
             low, high, body = arg
             self._repeat(low, None if high is sre.MAXREPEAT else high, list(body), flags)
         else:
             what = _UNSUPPORTED.get(str(op), str(op).lower())
             raise PatternRefused(
                 f"{self.source!r} uses {what}, which needs a backtracking engine: a pattern here may use no "
-                "backreference, lookaround or conditional"
+                "backreference, lookaround, conditional, atomic group or possessive repeat"
             )
 
     def _branch(self, branches: list[list[tuple[Any, Any]]], flags: int) -> None:
@@ -202,78 +213,11 @@ _UNSUPPORTED = MappingProxyType(
         "GROUPREF_EXISTS": "a conditional",
         "ASSERT": "a lookaround",
         "ASSERT_NOT": "a lookaround",
+        # (?>a*)a and a*+a never match "aaa" in re: which texts match depends on backtracking
+        "ATOMIC_GROUP": "an atomic group",
+        "POSSESSIVE_REPEAT": "a possessive repeat",
     }
 )
-
-
-def _holds(at: _At, text: str, pos: int) -> bool:
-    where = at.where
-    if where is sre.AT_BEGINNING:
-        return pos == 0 or (at.multiline and text[pos - 1] == "\n")
-    if where is sre.AT_BEGINNING_STRING:
-        return pos == 0
-    if where is sre.AT_END:
-        if at.multiline:
-            return pos == len(text) or text[pos] == "\n"
-        return pos == len(text) or (pos == len(text) - 1 and text[pos] == "\n")
-    if where is sre.AT_END_STRING:
-        return pos == len(text)
-    before = pos > 0 and _is_word(text[pos - 1])
-    after = pos < len(text) and _is_word(text[pos])
-    if where in (sre.AT_BOUNDARY, sre.AT_UNI_BOUNDARY):
-        return before != after
-    if where in (sre.AT_NON_BOUNDARY, sre.AT_UNI_NON_BOUNDARY):
-        return before == after
-    raise PatternRefused(f"an anchor this engine does not know ({where})")
-
-
-def _is_word(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _literal(code: int, fold: bool) -> Test:
-    char = chr(code)
-    if not fold:
-        return lambda c: c == char
-    low = char.casefold()
-    return lambda c: c.casefold() == low
-
-
-_CATEGORIES: Mapping[Any, Test] = MappingProxyType(
-    {
-        sre.CATEGORY_DIGIT: lambda c: unicodedata.decimal(c, None) is not None,
-        sre.CATEGORY_NOT_DIGIT: lambda c: unicodedata.decimal(c, None) is None,
-        sre.CATEGORY_SPACE: str.isspace,
-        sre.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
-        sre.CATEGORY_WORD: _is_word,
-        sre.CATEGORY_NOT_WORD: lambda c: not _is_word(c),
-    }
-)
-
-
-def _charset(items: list[tuple[Any, Any]], fold: bool) -> Test:
-    negate = False
-    tests: list[Test] = []
-    for op, arg in items:
-        if op is sre.NEGATE:
-            negate = True
-        elif op is sre.LITERAL:
-            tests.append(_literal(arg, fold))
-        elif op is sre.RANGE:
-            tests.append(_range(arg[0], arg[1], fold))
-        elif op is sre.CATEGORY and arg in _CATEGORIES:
-            tests.append(_CATEGORIES[arg])
-        else:
-            raise PatternRefused(f"a character class this engine does not know ({op} {arg})")
-    if negate:
-        return lambda c: not any(test(c) for test in tests)
-    return lambda c: any(test(c) for test in tests)
-
-
-def _range(low: int, high: int, fold: bool) -> Test:
-    if not fold:
-        return lambda c: low <= ord(c) <= high
-    return lambda c: any(low <= ord(v) <= high for v in (c, c.lower(), c.upper()))
 
 
 @functools.lru_cache(maxsize=512)
@@ -286,9 +230,31 @@ def compiled(source: str) -> Pattern:
     return Pattern(source)
 
 
+# The deadline that every pattern check of one validation shares. jsonschema hands a keyword
+# function nothing of the caller's but the validator, so the validation in progress (in this thread
+# or task) carries it; it is set only inside pattern_budget, never as a setting.
+_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "shapeloop_pattern_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def pattern_budget(seconds: float, *, until: float | None = None) -> Iterator[None]:
+    """Inside, every pattern check shares one budget: ``seconds`` from now, or up to ``until`` (a
+    ``time.monotonic()`` value) where that comes first. Outside, each check has its own ``seconds``."""
+    now = time.monotonic()
+    deadline = now + seconds if until is None else min(now + seconds, until)
+    token = _DEADLINE.set((deadline, max(0.0, deadline - now)))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
 def bounded_validator(schema: Mapping[str, Any], seconds: float) -> jsonschema.protocols.Validator:
     """jsonschema's validator for ``schema`` (its draft), its patterns run by :class:`Pattern`,
-    each search given ``seconds``: a search that runs out of time is a validation error."""
+    each search given ``seconds`` (or, inside :func:`pattern_budget`, what is left of that budget):
+    a search that runs out of time is a validation error."""
     base = jsonschema.validators.validator_for(schema)
     validator: jsonschema.protocols.Validator = _bounded_class(base, seconds)(schema)
     return validator
@@ -303,7 +269,14 @@ def _bounded_class(base: type[Any], seconds: float) -> type[Any]:
             program = compiled(pattern)
         except PatternRefused as exc:
             raise TimeoutError(str(exc)) from None
-        return program.search(text, deadline=time.monotonic() + seconds)
+        shared = _DEADLINE.get()
+        return program.search(text, deadline=time.monotonic() + seconds if shared is None else shared[0])
+
+    def allowed() -> str:
+        shared = _DEADLINE.get()
+        if shared is None:
+            return f"{seconds:g} s"
+        return f"the {shared[1]:.2g} s that all of its patterns share (Limits.pattern_seconds, or the time left)"
 
     def pattern(validator: Any, source: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "string"):
@@ -313,7 +286,8 @@ def _bounded_class(base: type[Any], seconds: float) -> type[Any]:
                 yield ValidationError(f"{_shown(instance)} does not match {source!r}")
         except TimeoutError:
             yield ValidationError(
-                f"a text of {len(instance)} characters could not be checked against {source!r} in {seconds:g} s"
+                f"a text of {len(instance)} characters could not be checked against {source!r} in {allowed()}: "
+                "pass a shorter text"
             )
 
     def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
