@@ -3,6 +3,7 @@ to a temporary folder and run with this Python (no network, no installed server)
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import threading
@@ -21,7 +22,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from tests.helpers import answer_step, tool_step
 
-from shapeloop import ScriptedBrain, run_agent
+from shapeloop import ScriptedBrain, cli, run_agent
+from shapeloop.cli import main
 from shapeloop.errors import UsageError
 from shapeloop.events import ToolReturned
 from shapeloop.mcp import (
@@ -361,3 +363,122 @@ def test_claude_desktop_configuration() -> None:
     ]:
         with pytest.raises(ValueError, match=said):
             servers_from_config(bad)
+
+
+_CLI_SERVER = """
+import sys
+from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
+server = MCPServer("calc")
+
+@server.tool(description="Add two numbers.", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+def add(a: int, b: int) -> int:
+    return a + b
+
+@server.tool(description="Delete a file.", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+def wipe(path: str) -> str:
+    return "wiped " + path
+
+if "--clash" in sys.argv:
+    @server.tool()
+    def read_file(path: str) -> str:
+        return ""
+
+server.run()
+"""
+
+
+@pytest.fixture
+def calc(tmp_path: Path) -> str:
+    """The command line of a small stdio server (add: read-only; wipe: destructive)."""
+    path = tmp_path / "calc.py"
+    path.write_text(_CLI_SERVER)
+    return f"{sys.executable} {path}"
+
+
+def _replies(tmp_path: Path, *replies: str) -> str:
+    path = tmp_path / "replies.json"
+    path.write_text(json.dumps(list(replies)))
+    return str(path)
+
+
+def test_cli_run_offers_an_mcp_servers_tools(calc: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replies = _replies(tmp_path, tool_step("add", a=2, b=3), tool_step("wipe", path="x"), answer_step("5"))
+    argv = ["run", "Add 2 and 3", "--root", str(tmp_path), "--script", replies, "--mcp", calc, "--json"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    results = [(e["call"]["tool"], e["status"], e["text"]) for e in record["events"] if e["kind"] == "tool_result"]
+    assert results[0] == ("add", "ok", "5")
+    assert results[1][:2] == ("wipe", "denied") and "no terminal to ask for approval" in results[1][2]
+
+
+def test_cli_reads_a_claude_desktop_configuration(
+    calc: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command, script = calc.split(" ")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"calc": {"command": command, "args": [script], "prefix": "calc_"}}}))
+    replies = _replies(tmp_path, tool_step("calc_wipe", path="x"), answer_step("gone"))
+    assert main(["run", "t", "--root", str(tmp_path), "--script", replies, "--mcp-config", str(config), "--approve",
+                 "--json"]) == 0  # fmt: skip
+    events = json.loads(capsys.readouterr().out)["events"]
+    assert [e["text"] for e in events if e["kind"] == "tool_result"] == ["wiped x"]
+
+
+def test_the_approval_question_says_what_the_server_claims(calc: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "y")
+    with mcp_tools(calc) as tools:
+        approve = cli._approver(None, list(tools))
+        assert approve(ToolCall(tool="wipe", args={"path": "x"})) is True
+        assert approve(ToolCall(tool="read_file", args={"path": "x"})) is True
+    assert asked == [
+        'Allow wipe({"path": "x"}) (server \'python\' says it may DESTROY or overwrite data)? [y/N] ',
+        'Allow read_file({"path": "x"})? [y/N] ',
+    ]
+
+
+def test_cli_mcp_list_prints_the_tools_with_their_annotations(calc: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mcp", "list", calc]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "python: 2 tools",
+        "  add(a: integer, b: integer)  [read-only, idempotent]",
+        "      Add two numbers.",
+        "  wipe(path: string)  [destructive; needs approval]",
+        "      Delete a file.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--mcp", ""], "--mcp '': the MCP server command is empty"),
+        (["--mcp", "'open"], "--mcp \"'open\": No closing quotation"),
+        (["--mcp-http", "ftp://x"], "--mcp-http 'ftp://x' is not a URL"),
+        (["--mcp-config", "missing.json"], "cannot read --mcp-config missing.json: No such file or directory"),
+        (["--mcp-config", "{bad"], "is not JSON" ),
+        (["--mcp-config", "[]"], 'an MCP configuration is an object with "mcpServers"'),
+        (["--mcp", "no-such-mcp-server"], "MCP server 'no-such-mcp-server' (no-such-mcp-server) could not start"),
+    ],
+)
+def test_cli_bad_mcp_input_is_one_line_and_exit_two(
+    options: list[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if options[0] == "--mcp-config" and options[1] != "missing.json":
+        (tmp_path / "c.json").write_text(options[1])
+        options = ["--mcp-config", "c.json"]
+    replies = _replies(tmp_path, answer_step("x"))
+    assert main(["run", "t", "--root", str(tmp_path), "--script", replies, *options]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("shapeloop: error: ") and said in err[0], err
+
+
+def test_cli_an_mcp_tool_named_like_a_workspace_tool_asks_for_a_prefix(
+    calc: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replies = _replies(tmp_path, answer_step("x"))
+    assert main(["run", "t", "--root", str(tmp_path), "--script", replies, "--mcp", calc + " --clash"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "has a tool named 'read_file', as the workspace has: give the server a prefix" in err[0]

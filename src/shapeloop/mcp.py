@@ -234,6 +234,19 @@ class MCPTool(Tool):
         return f"server {self.server!r} does not say what it changes"
 
 
+def hint_words(tool: MCPTool) -> str:
+    """The server's annotations of a tool in words (``read-only, idempotent``), or what their absence means."""
+    hints = tool.annotations
+    named = (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"), ("idempotentHint", "idempotent"),
+             ("openWorldHint", "open world"))  # fmt: skip
+    words = [word for key, word in named if hints.get(key)]
+    if hints.get("readOnlyHint") is False and not hints.get("destructiveHint"):
+        words.insert(0, "acts")
+    if not words:
+        words = ["no annotations"]
+    return ", ".join(words) + ("" if tool.read_only else "; needs approval")
+
+
 class _Connection:
     """One server: its client, held by one task of the portal's loop, and its calls."""
 
@@ -622,6 +635,7 @@ __all__ = [
     "ServerUnavailable",
     "StdioServer",
     "as_server",
+    "hint_words",
     "mcp_tools",
     "normalise_schema",
     "render_result",
