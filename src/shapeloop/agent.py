@@ -172,7 +172,16 @@ def check_options(
             f"policies takes shapeloop.policies.Policy objects, not the name {policies!r}: "
             f"shapeloop.policies.resolve({policies!r}) gives them"
         )
-    chosen = tuple(DEFAULT if policies is None else policies)
+    if isinstance(policies, Policy):
+        name = type(policies).__name__
+        raise TypeError(
+            f"policies takes a sequence of policies, not one: write policies=[{name}(...)], or "
+            f"policies=[*shapeloop.policies.DEFAULT, {name}(...)] to add it to the default ones"
+        )
+    try:
+        chosen = tuple(DEFAULT if policies is None else policies)
+    except TypeError:
+        raise TypeError(f"policies takes a sequence of Policy objects, not a {type(policies).__name__}") from None
     for policy in chosen:
         if not isinstance(policy, Policy):
             raise TypeError(f"policies takes shapeloop.policies.Policy objects, not {policy!r}: subclass Policy")

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
@@ -22,7 +23,7 @@ from shapeloop.events import ConsoleSink
 from shapeloop.limits import Limits, json_decoder
 from shapeloop.output import typed_answer
 from shapeloop.run import AgentRun, StopReason
-from shapeloop.text import printable, to_json
+from shapeloop.text import json_text, printable, to_json
 from shapeloop.toolbox import Approver
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.workspace import workspace_tools
@@ -54,6 +55,8 @@ class _BadArguments(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        if message == "argument --policies: expected one argument":  # argparse took "-NAME" for an option
+            message += ": a value that starts with '-' takes '=' (--policies=default,-NAME: the default less NAME)"
         raise _BadArguments(f"{message} (see `{self.prog} --help`)")
 
 
@@ -114,7 +117,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--policies",
         default="default",
         help="the help the loop gives the model: plain (none), default, or names joined by commas "
-        f"({', '.join(policies.available())}; -NAME takes one out)",
+        f"({', '.join(policies.available())}; --policies=default,-NAME takes one out of the default)",
     )
     parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens (default 8192)")
     gate = parser.add_mutually_exclusive_group()
@@ -146,10 +149,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     if args.json:
         model = args.model or models.DEFAULT_MODEL
-        print(to_json({"backend": args.backend, "model": model, **run.to_dict()}))
+        record = {"backend": args.backend, "model": model, **run.to_dict()}
+        try:
+            print(to_json(record))
+        except UnicodeEncodeError:  # standard output is not UTF-8: JSON's escapes say the same in ASCII
+            print(json_text(record, ensure_ascii=True))
     elif run.ok:
-        print(printable(run.answer or ""))
+        _print_answer(printable(run.answer or ""))
     return _exit_status(run)
+
+
+def _print_answer(text: str) -> None:
+    """Print an answer; one that standard output's encoding cannot hold is a usage error, not a traceback."""
+    try:
+        print(text)
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"the answer cannot be written to standard output in its encoding ({exc.encoding!r}): set "
+            "PYTHONIOENCODING=utf-8, or use --json, which escapes it"
+        ) from exc
 
 
 def _output_schema(path: str | None) -> dict[str, Any] | None:
@@ -161,6 +179,11 @@ def _output_schema(path: str | None) -> dict[str, Any] | None:
             text = handle.read()
     except OSError as exc:
         raise UsageError(f"cannot read --output-schema {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"--output-schema {path} is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at position {exc.start}): "
+            "save it as UTF-8"
+        ) from exc
     try:
         schema = json_decoder(Limits()).decode(text)
     except (ValueError, RecursionError) as exc:
@@ -214,7 +237,7 @@ def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
             turn = talk.ask(task)
             for marker in turn.cuts:
                 _say(printable(marker))
-            print(printable(turn.answer or "") if turn.ok else f"(no answer: {printable(turn.run.reason)})")
+            _print_answer(printable(turn.answer or "") if turn.ok else f"(no answer: {printable(turn.run.reason)})")
 
 
 def _cmd_pull(args: argparse.Namespace) -> int:
@@ -304,7 +327,8 @@ def _backend_problems(args: argparse.Namespace) -> list[str]:
     if args.backend != "llamacpp":
         if not args.model:
             problems.append(f"the {args.backend} backend needs a model (--model): the name of a model the server has")
-        return problems
+        url_problem = None if args.base_url is None else _base_url_problem(args.base_url, backend=args.backend)
+        return problems + ([url_problem] if url_problem else [])
     if args.base_url is not None:
         problems.append("the llamacpp backend runs in this process and takes no base URL: drop --base-url")
     model = args.model or models.DEFAULT_MODEL
@@ -316,6 +340,22 @@ def _backend_problems(args: argparse.Namespace) -> list[str]:
         except ShapeloopError as exc:
             problems.append(str(exc))
     return problems
+
+
+def _base_url_problem(url: str, *, backend: str) -> str | None:
+    """Why ``--base-url`` names no server, or None: it does not parse, its port is out of range, or it
+    lacks http(s):// or a host (Ollama alone takes a bare ``HOST:PORT``)."""
+    shown = f"--base-url {url!r}"
+    example = "http://127.0.0.1:11434" if backend == "ollama" else "http://127.0.0.1:8000/v1"
+    written = f"http://{url}" if backend == "ollama" and "://" not in url else url
+    try:
+        parts = urllib.parse.urlsplit(written)
+        parts.port  # noqa: B018 - reading it checks it: a port that is not a number from 0 to 65535 raises
+    except ValueError as exc:
+        return f"{shown} is not a URL ({exc}): write it as {example}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{shown} needs http:// or https:// and a host, as in {example}"
+    return None
 
 
 # backend: (the module it imports, the extra that installs it)

@@ -11,6 +11,7 @@ that never returns cannot keep ``run_many`` (after Ctrl-C) or the process (at ex
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import threading
@@ -41,9 +42,10 @@ def run_many(
 ) -> list[AgentRun]:
     """Run every job through :func:`~shapeloop.run_agent`, ``concurrency`` at a time.
 
-    A job that raises (anything, ``SystemExit`` included) becomes an :class:`~shapeloop.AgentRun`
-    stopped as ``error`` (the exception in its ``reason``, the events so far in its transcript), so
-    one bad job never loses the batch. Ctrl-C stops every run at its next event, each with its
+    A job that raises (anything, ``SystemExit`` included; its brain's ``capabilities`` or
+    ``members`` too, read before anything runs) becomes an :class:`~shapeloop.AgentRun` stopped as
+    ``error`` (the exception in its ``reason``, the events so far in its transcript), so one bad job
+    never loses the batch. Ctrl-C stops every run at its next event, each with its
     transcript and an ``interrupted`` stop; jobs not started yet are returned as ``interrupted``
     with no steps. A run still inside its brain or a tool ``grace_seconds`` after Ctrl-C (or at
     a second Ctrl-C) is returned as ``interrupted`` with its events so far, and left behind.
@@ -54,7 +56,9 @@ def run_many(
             found through :attr:`~shapeloop.BaseBrain.members`) serves one run at a time.
         concurrency: runs in flight at once (threads).
         on_done: called as ``on_done(index, run)`` when each job ends, one call at a time (a
-            progress bar), from the thread that ran it.
+            progress bar), from the thread that ran it. If it raises, that job comes back stopped as
+            ``error`` (the hook's exception and how the run itself ended in its ``reason``); the
+            other jobs are not touched.
         grace_seconds: after Ctrl-C, how long the runs in flight may take to reach their next event.
 
     Returns:
@@ -96,7 +100,6 @@ class _Batch:
         self._next_lock = threading.Lock()
         self._done_lock = threading.Lock()
         self._collected = False
-        self._raised: list[BaseException] = []  # what on_done raised, raised again to the caller
         self._locks = _Locks(job["brain"] for job in jobs)
         self._left = len(jobs)  # jobs not taken by a worker yet
         self._in_flight = 0  # jobs taken and not ended
@@ -133,17 +136,21 @@ class _Batch:
 
     def run(self, index: int) -> None:
         job = self.jobs[index]
-        with self._locks.lent(job["brain"], self.cancel) as lent:
-            run = self._run(index, job) if lent and not self.cancel.is_set() else _not_started(job)
+        unread = self._locks.unread.get(id(job["brain"]))
+        if unread is not None:  # which models it holds is unknown, so it cannot be lent safely
+            run = _failed(job, index, unread, (), doing="reading its brain's capabilities")
+        else:
+            with self._locks.lent(job["brain"], self.cancel) as lent:
+                run = self._run(index, job) if lent and not self.cancel.is_set() else _not_started(job)
         with self._done_lock:
             if self._collected:
                 return  # run_many has returned (this run outlived Ctrl-C's grace): nobody is listening
-            self.results[index] = run
             if self.on_done is not None:
                 try:
                     self.on_done(index, run)
-                except BaseException as exc:  # noqa: BLE001 - the caller's own error, raised in its thread
-                    self._raised.append(exc)
+                except BaseException as exc:  # noqa: BLE001 - the caller's hook failing is this job's error
+                    run = _hook_failed(run, index, exc)
+            self.results[index] = run
 
     def _run(self, index: int, job: Job) -> AgentRun:
         recorder = self.recorders[index] = _Recorder(self.cancel)
@@ -161,8 +168,6 @@ class _Batch:
         with self._done_lock:
             self._collected = True
             results = dict(self.results)
-        if self._raised:
-            raise self._raised[0]
         runs = []
         for index, job in enumerate(self.jobs):
             recorder = self.recorders.get(index)
@@ -176,17 +181,25 @@ class _Batch:
 
 
 class _Locks:
-    """One lock for each exclusive model the jobs' brains are made of, keyed by the model's identity."""
+    """One lock for each exclusive model the jobs' brains are made of, keyed by the model's identity;
+    ``unread`` holds what a brain raised when its ``capabilities`` or ``members`` were read."""
 
     def __init__(self, brains: Iterable[object]) -> None:
         self._held: dict[int, tuple[object, threading.Lock]] = {}  # the object is kept so its id stays its own
         self._of: dict[int, list[threading.Lock]] = {}
+        self.unread: dict[int, BaseException] = {}
         order = itertools.count()
         rank: dict[int, int] = {}
         for brain in brains:
-            if id(brain) in self._of:
+            if id(brain) in self._of or id(brain) in self.unread:
                 continue
-            models = exclusive_models(brain)
+            try:
+                models = exclusive_models(brain)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a user's brain failing is its jobs' error
+                self.unread[id(brain)] = exc
+                continue
             for model in models:
                 if id(model) not in self._held:
                     self._held[id(model)] = (model, threading.Lock())
@@ -280,9 +293,21 @@ def _abandoned(job: Job, seen: Sequence[Event]) -> AgentRun:
     return _stopped(job, seen, StopReason.INTERRUPTED, reason)
 
 
-def _failed(job: Job, index: int, exc: BaseException, seen: Sequence[Event]) -> AgentRun:
-    reason = f"job {index} raised {type(exc).__name__}: {exc}"
+def _failed(job: Job, index: int, exc: BaseException, seen: Sequence[Event], *, doing: str = "") -> AgentRun:
+    reason = f"job {index} raised {type(exc).__name__}{f' {doing}' if doing else ''}: {exc}"
     return _stopped(job, seen, StopReason.ERROR, reason, error=repr(exc))
+
+
+def _hook_failed(run: AgentRun, index: int, exc: BaseException) -> AgentRun:
+    """``run`` as the error it became when ``on_done`` raised on it: its events and transcript kept,
+    with the hook's exception as a last ``error`` entry, and how the run itself ended in the reason."""
+    reason = (
+        f"job {index}'s on_done raised {type(exc).__name__}: {exc}; the run itself ended {run.stop.value}: {run.reason}"
+    )
+    transcript = Transcript(entries=list(run.transcript.entries))
+    transcript.add({"type": "error", "step": run.steps, "error": repr(exc)})
+    return dataclasses.replace(run, stop=StopReason.ERROR, reason=reason, answer=None, output=None,
+                               transcript=transcript)  # fmt: skip
 
 
 def _stopped(job: Job, seen: Sequence[Event], stop: StopReason, reason: str, *, error: str | None = None) -> AgentRun:

@@ -586,8 +586,10 @@ def workspace_tools(
     if search:
         tools.append(search_files)
     if write:
-
-        @tool(needs_approval=True)
+        # One key for every append to this workspace, not one per path as written: "notes.txt",
+        # "./notes.txt", the root's absolute path, a symlink or another case can name one file, and
+        # appends are quick, so running them all in the model's order costs nothing.
+        @tool(needs_approval=True, lock_key=f"append_note:{space.root}")
         def append_note(path: str, text: str) -> str:
             """Append a line of text to a file in the workspace, creating the file if needed.
 
