@@ -225,7 +225,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bfcl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--category", action="append", help="a category (repeatable, or a comma list)")
-    parser.add_argument("--sample", choices=["tune", "report", "quick"], help="a fixed sample (see the split above)")
+    parser.add_argument("--sample", choices=["tune", "screen", "report", "quick"], help="a fixed sample (see the split above)")
     parser.add_argument("--quick", action="store_true", help="--sample quick: 5 items each of 3 tune categories")
     parser.add_argument("--ids", help="only these: indices, ranges or BFCL ids, e.g. 100-119 or live_multiple_3-2-0")
     parser.add_argument("--limit", type=int, help="at most N items per category")

@@ -259,30 +259,62 @@ STRIDED = ("live_multiple", "live_irrelevance", "parallel", "parallel_multiple")
 WHOLE = ("live_parallel", "live_parallel_multiple", "live_relevance")
 FIRST = ("simple_python", "multiple", "irrelevance", "live_simple")
 PER_CATEGORY = 40
+HELD_OUT = 120
+"""The report categories' items below this index are the report sample (0-39) or kept for checks
+outside the project (40-119); the tune sample takes its items of those categories from here on."""
+MULTI_TURN_HELD_OUT = range(20, 40)
+"""``multi_turn_base`` entries no sample, test or fixture uses: kept for checks outside the project."""
+MULTI_TURN_BLOCKS = (range(40, 50), range(50, 100), range(100, 150), range(150, 200))
+"""BFCL's multi-turn entries by API: the file system (0-49; 0-19 the report, 20-39 held out), vehicle
+control, the trading bot, travel booking."""
+MULTI_TURN_PER_BLOCK = 6
+SCREEN_PER_CATEGORY = 8
+SCREEN_PER_BLOCK = 2
 
 
-def strided(count: int, size: int = PER_CATEGORY) -> list[int]:
-    """``size`` indices spread evenly over ``count`` items (a fixed stride, no randomness)."""
-    return sorted({i * count // size for i in range(size)}) if count > size else list(range(count))
+def strided(count: int, size: int = PER_CATEGORY, start: int = 0) -> list[int]:
+    """``size`` indices spread evenly over the items ``start`` to ``count`` (a fixed stride, no randomness)."""
+    span = count - start
+    return [start + i for i in (sorted({i * span // size for i in range(size)}) if span > size else range(span))]
+
+
+def multi_turn_tune() -> list[int]:
+    """The multi-turn tune entries: :data:`MULTI_TURN_PER_BLOCK` of each block, a fixed stride over it."""
+    return [block.start + i * len(block) // MULTI_TURN_PER_BLOCK
+            for block in MULTI_TURN_BLOCKS for i in range(MULTI_TURN_PER_BLOCK)]  # fmt: skip
 
 
 def sample(name: str) -> dict[str, list[int]]:
     """The indices of a named sample, per category.
 
     ``tune``: 40 items each of the strided categories (a fixed stride), every item of the three small
-    live ones, and ``multi_turn_base`` 100-119. ``report``: the first 40 of ``simple_python``,
-    ``multiple``, ``irrelevance`` and ``live_simple``, and ``multi_turn_base`` 0-19. ``quick``: the
-    first 5 of the tune sample's ``live_multiple``, ``live_irrelevance`` and ``parallel``.
+    live ones, 40 items each of the report categories from index :data:`HELD_OUT` on (a fixed stride),
+    and 24 ``multi_turn_base`` entries, 6 from each of BFCL's four blocks (:func:`multi_turn_tune`).
+    ``screen``: the first 8 of each tune category's items and the first 2 entries of each multi-turn
+    block, for trying candidates fast (decisions are made on the whole tune sample). ``report``: the
+    first 40 of ``simple_python``, ``multiple``, ``irrelevance`` and ``live_simple``, and
+    ``multi_turn_base`` 0-19. ``quick``: the first 5 of the tune sample's ``live_multiple``,
+    ``live_irrelevance`` and ``parallel``. No sample holds the report categories' items 40-119 nor
+    multi-turn entries 20-39.
     """
     if name == "tune":
         chosen = {c: strided(len(items(c))) for c in STRIDED}
-        return {**chosen, **{c: list(range(len(items(c)))) for c in WHOLE}, "multi_turn_base": list(range(100, 120))}
+        held = {c: strided(len(items(c)), start=HELD_OUT) for c in FIRST}
+        whole = {c: list(range(len(items(c)))) for c in WHOLE}
+        return {**chosen, **whole, **held, "multi_turn_base": multi_turn_tune()}
+    if name == "screen":
+        tune = sample("tune")
+        single = {c: v[:SCREEN_PER_CATEGORY] for c, v in tune.items() if c != "multi_turn_base"}
+        multi: list[int] = []
+        for block in MULTI_TURN_BLOCKS:
+            multi += [e for e in tune["multi_turn_base"] if e in block][:SCREEN_PER_BLOCK]
+        return {**single, "multi_turn_base": multi}
     if name == "report":
         return {**{c: list(range(PER_CATEGORY)) for c in FIRST}, "multi_turn_base": list(range(20))}
     if name == "quick":
         tune = sample("tune")
         return {c: tune[c][:5] for c in ("live_multiple", "live_irrelevance", "parallel")}
-    raise ValueError(f"unknown sample {name!r}: choose tune, report or quick")
+    raise ValueError(f"unknown sample {name!r}: choose tune, screen, report or quick")
 
 
 def parse_ids(text: str) -> tuple[set[int], set[str]]:

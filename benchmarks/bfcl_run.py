@@ -66,6 +66,7 @@ class Made:
     calls: list[tuple[int, Call]] = field(default_factory=list)
     step: int = 0
     gaps: list[float | None] = field(default_factory=list)  # each reply's lean to calling, where measured
+    mores: list[float | None] = field(default_factory=list)  # each reply's lean to a second call, where measured
 
     def on_event(self, event: Event) -> None:
         """Note the step in progress (a sink for ``run_agent``)."""
@@ -109,6 +110,7 @@ class FirstCalls(BaseBrain):
         # logits: calling minus answering); the record keeps the first step's
         stats = getattr(self.brain, "last_stats", None)
         self.made.gaps.append(stats.get("decision_gap") if isinstance(stats, dict) else None)
+        self.made.mores.append(stats.get("more_gap") if isinstance(stats, dict) else None)
         return reply
 
 
@@ -255,6 +257,7 @@ def run_loop(
                     **loop_options(column))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
     facts["decision_gap"] = made.gaps[0] if made.gaps else None
+    facts["more_gap"] = made.mores[0] if made.mores else None
     if made.calls:  # the run ended on Scored (or on its last step): it called, as raw's "called"
         facts.update(stop="called", steps=made.calls[-1][0])
     calls = [call for _, call in made.calls]
@@ -413,6 +416,9 @@ def run_raw(brain: Brain, item: Item) -> dict[str, Any]:
     started = time.perf_counter()
     calls, answer, reply = _ask_raw(brain, messages, raw_schema(tools))
     facts = _reply_facts(reply, answer is not None, time.perf_counter() - started)
+    stats = getattr(brain, "last_stats", None)  # the embedded backend's leans, as the loop's records keep them
+    if isinstance(stats, dict):
+        facts.update(decision_gap=stats.get("decision_gap"), more_gap=stats.get("more_gap"))
     return {**score_single(item, calls, answer=answer, proposed=len(calls)), **facts, "proposed": len(calls)}
 
 

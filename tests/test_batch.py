@@ -22,7 +22,7 @@ from shapeloop import (
     run_agent,
     tool,
 )
-from shapeloop.events import RepeatNoticed, ToolCalled, ToolReturned
+from shapeloop.events import CallsMerged, RepeatNoticed, ToolCalled, ToolReturned
 from shapeloop.step import MAX_BATCH, Batch, step_schema
 
 
@@ -304,3 +304,46 @@ def test_a_batch_step_with_no_tools_is_asked_for_an_answer_in_the_lean_shape() -
     assert run.answer == "hi"
     prompt = brain.asked[0].messages[0]["content"]
     assert '{"answer": "..."}' in prompt and '"reason"' not in prompt and "five fields" not in prompt
+
+
+def test_a_call_written_twice_in_one_step_runs_once_and_the_model_is_told() -> None:
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Keep a note."""
+        ran.append({"text": text})
+        return f"kept {text}"
+
+    brain = ScriptedBrain([
+        calls(("note", {"text": "a"}), ("note", {"text": "b"}), ("note", {"text": "a"}), ("note", {"text": "a"})),
+        json.dumps({"answer": "done"}),
+    ])  # fmt: skip
+    run = run_agent(brain, [note], "Note a and b.", batch=True)
+    assert run.stop is StopReason.ANSWERED
+    assert ran == [{"text": "a"}, {"text": "b"}]
+    merged = [e for e in run.events if isinstance(e, CallsMerged)]
+    assert [(e.call.args["text"], e.times) for e in merged] == [("a", 3)]
+    fed = brain.asked[1].messages[-1]["content"]
+    assert "Results of 2 calls" in fed and "you wrote this same call 3 times in one step; it ran once" in fed
+    assert fed.count("ran once") == 1  # only the merged call carries the note
+
+
+def test_the_same_call_with_its_arguments_in_another_order_is_the_same_call() -> None:
+    brain = ScriptedBrain([
+        json.dumps({"calls": [{"name": "add", "arguments": {"a": 1, "b": 2}},
+                              {"name": "add", "arguments": {"b": 2, "a": 1}}]}),
+        json.dumps({"answer": "3"}),
+    ])  # fmt: skip
+    run = run_agent(brain, [add], "Add 1 and 2.", batch=True)
+    assert len([e for e in run.events if isinstance(e, ToolCalled)]) == 1
+    assert [e.times for e in run.events if isinstance(e, CallsMerged)] == [2]
+
+
+def test_batch_is_the_default_step_shape() -> None:
+    brain = ScriptedBrain([json.dumps({"answer": "hello"})])
+    run = run_agent(brain, [add], "Say hello.")
+    assert run.answer == "hello"
+    schema = brain.asked[0].schema
+    assert schema is not None and "calls" in json.dumps(schema) and "reason" not in json.dumps(schema)
+    assert brain.asked[0].messages[0]["content"].startswith("You can call these functions:")

@@ -678,3 +678,32 @@ def test_cold_forgets_the_backends_prompt_before_each_items_run_so_columns_compa
         benchmarks_main([*argv, "--cold", "--out", str(tmp_path / "server")])
     with pytest.raises(SystemExit):
         benchmarks_main([*argv, "--cold", "--ray"])
+
+
+def _first_requests(item: Item) -> tuple[Request, Request]:
+    """The first request of the raw column and of the plain loop on ``item``."""
+    raw, loop = ScriptedBrain(['{"answer": "no"}']), ScriptedBrain(['{"answer": "no"}'])
+    bfcl_run.run_item(raw, item, "raw", max_steps=1)
+    bfcl_run.run_item(loop, item, "plain", max_steps=1)
+    return raw.asked[0], loop.asked[0]
+
+
+def _without_max_items(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_max_items(v) for k, v in schema.items() if k != "maxItems"}
+    if isinstance(schema, list):
+        return [_without_max_items(v) for v in schema]
+    return schema
+
+
+@pytest.mark.parametrize(("category", "index"), [("simple_python", 0), ("multiple", 1), ("live_simple", 2),
+                                                 ("irrelevance", 3)])  # fmt: skip
+def test_the_loops_first_request_is_the_raw_one(category: str, index: int) -> None:
+    """By design the loop's first step sees what one raw call sees: the same system text, messages and
+    schema (the loop's schema also bounds a step to MAX_BATCH calls, which greedy decoding of fewer
+    calls never meets)."""
+    item = bfcl_data.items(category)[index]
+    raw, loop = _first_requests(item)
+    assert [dict(m) for m in loop.messages] == [dict(m) for m in raw.messages]
+    assert raw.schema is not None and loop.schema is not None
+    assert json.dumps(_without_max_items(loop.schema), sort_keys=True) == json.dumps(raw.schema, sort_keys=True)

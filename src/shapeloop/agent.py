@@ -59,7 +59,7 @@ def run_agent(
     on_repeat: Callable[[RepeatNoticed], None] | None = None,
     transcript_path: str | os.PathLike[str] | None = None,
     output_type: type[OutputT] | Mapping[str, Any] | None = None,
-    batch: bool = False,
+    batch: bool = True,
     tool_timeout: float | None = 60.0,
     policies: Sequence[Policy] | None = None,
     limits: Limits | None = None,
@@ -95,7 +95,10 @@ def run_agent(
             checked before the model is asked anything.
         output_type: the answer's type (a pydantic model, dataclass, ``TypedDict`` or JSON schema);
             an answer that does not validate goes back with the validator's messages.
-        batch: steps make their calls as a list, one or several independent calls at once.
+        batch: the step shape. True (the default, the one measured best on BFCL's tune sample): the
+            step is ``{"calls": [...]}``, one or several independent calls at once, or
+            ``{"answer": ...}``, and the first step is asked as one raw call asks. False: the
+            five-field step (``reason``, ``action``, ``tool``, ``args``, ``answer``), one call a step.
         tool_timeout: seconds one tool call may take before it ends as ``ERROR: ... timed out``.
         policies: the help this run gives the model (:mod:`shapeloop.policies`): None for
             :data:`~shapeloop.policies.DEFAULT`, ``()`` for the plain loop, or any tuple of
@@ -194,7 +197,7 @@ def opening_prompt(
     allow_tools: Iterable[str] | None = None,
     deny_tools: Iterable[str] | None = None,
     output_type: Any = None,
-    batch: bool = False,
+    batch: bool = True,
     system: str | None = None,
     limits: Limits | None = None,
     **options: Any,

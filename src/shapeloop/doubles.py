@@ -23,7 +23,8 @@ class TestBrain(BaseBrain):
 
     The n-th reply of a conversation (n counts the assistant turns already in it) takes the n-th
     variant of a top-level ``anyOf`` (cycling), so a run's per-tool step schema gets each tool
-    called once, then the answer. Strings are ``"a"`` (as long as ``minLength`` asks), numbers
+    called once, then the answer; a batch step (``{"calls": [...]}``) calls the n-th tool alone,
+    one a step, then answers. Strings are ``"a"`` (as long as ``minLength`` asks), numbers
     their minimum or 0, and arrays and objects as small as the schema allows. A flat step schema,
     or a request with no schema, gets the answer at once; native tools are called one per reply,
     then the answer comes as text.
@@ -63,6 +64,13 @@ class TestBrain(BaseBrain):
         return Reply(text="", applied=Constraint.TOOLS, engine="test", tool_calls=(call,))
 
     def _value(self, schema: Mapping[str, Any], turn: int) -> Any:
+        batch = _batch_calls(schema)
+        if batch is not None:
+            calls, answer = batch
+            value = {"calls": [write_value({**calls[turn], "$defs": schema.get("$defs", {})})]} if turn < len(calls) \
+                else {"answer": self.answer} if answer else {"calls": [write_value(calls[0])]}
+            jsonschema.validate(value, schema)
+            return value
         variants = schema.get("anyOf") or schema.get("oneOf")
         chosen: Mapping[str, Any] = schema
         if isinstance(variants, list) and variants:
@@ -74,6 +82,21 @@ class TestBrain(BaseBrain):
             value.update(action="answer", tool="", args={}, answer=self.answer)
         jsonschema.validate(value, schema)
         return value
+
+
+def _batch_calls(schema: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], bool] | None:
+    """A batch step schema's call variants (one per tool) and whether it may answer with text, or None
+    for any other schema."""
+    variants = schema.get("anyOf")
+    if not isinstance(variants, list):
+        return None
+    calls = [v["properties"]["calls"] for v in variants if "calls" in (v.get("properties") or {})]
+    if len(calls) != 1 or not isinstance(calls[0].get("items"), Mapping):
+        return None
+    items = calls[0]["items"]
+    answers = [v for v in variants if list(v.get("properties") or {}) == ["answer"]]
+    text = bool(answers) and answers[0]["properties"]["answer"].get("type") == "string"
+    return list(items.get("anyOf") or [items]), text
 
 
 def _answers(schema: Mapping[str, Any]) -> bool:

@@ -99,6 +99,16 @@ class ToolCalled(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CallsMerged(Event):
+    """A step wrote one call several times (same tool, same arguments): it ran once, and the model
+    is told so beside its result."""
+
+    kind: ClassVar[str] = "calls_merged"
+    call: ToolCall
+    times: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class CallRefused(Event):
     """A call was refused before it ran, by a policy's ``check_call`` (its reason in ``objection``)."""
 
@@ -234,6 +244,8 @@ class ConsoleSink:
             return self._row("thought", event.text, "36")
         if isinstance(event, ToolCalled):
             return self._row("call", str(event.call), "33")
+        if isinstance(event, CallsMerged):
+            return self._row("merged", f"{event.call} written {event.times} times: runs once", "33")
         if isinstance(event, CallRefused):
             return self._row("refused", f"{event.call}: {event.objection}", "31")
         if isinstance(event, PolicyIntervened):

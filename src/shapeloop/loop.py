@@ -30,6 +30,7 @@ from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
     CallRefused,
+    CallsMerged,
     Event,
     ModeChanged,
     RepeatNoticed,
@@ -252,7 +253,12 @@ class Loop:
 
     def _run_calls(self, calls: list[ToolCall], raw: str, *, batched: bool) -> None:
         """Run the calls of one step (one, or a batch) and put the results back in one turn, unless a
-        policy refuses one of them: then none runs, and the model reads why."""
+        policy refuses one of them: then none runs, and the model reads why. A call written several
+        times in one step runs once (:class:`~shapeloop.events.CallsMerged`)."""
+        calls, merged = _merged(calls)
+        for call, times in zip(calls, merged, strict=True):
+            if times > 1:
+                self._emit(CallsMerged(step=self.step, call=call, times=times))
         view = self._view()
         for call in calls:
             refusal = self.policies.check_call(view, call, self._emit)
@@ -272,7 +278,7 @@ class Loop:
         self.barren.reset()
         statuses = [_status(result, record).value for result, record in zip(results, records, strict=True)]
         if batched:
-            self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task))
+            self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task, merged=merged))
         else:
             self._say("user", prompts.tool_feedback(results[0], records[0], status=statuses[0]))
         self._check_repeats(records)
@@ -362,6 +368,22 @@ class Loop:
     def _finish(self, stop: StopReason, reason: str) -> None:
         self.outcome = (stop, reason)
         self._emit(RunStopped(step=self.step, stop=stop, reason=reason))
+
+
+def _merged(calls: list[ToolCall]) -> tuple[list[ToolCall], list[int]]:
+    """The distinct calls of a step, in the order first written, and how many times each was written."""
+    distinct: dict[str, int] = {}
+    kept: list[ToolCall] = []
+    times: list[int] = []
+    for call in calls:
+        key = call.key
+        if key in distinct:
+            times[distinct[key]] += 1
+            continue
+        distinct[key] = len(kept)
+        kept.append(call)
+        times.append(1)
+    return kept, times
 
 
 def _status(result: ToolResult, record: CallRecord) -> ToolStatus:

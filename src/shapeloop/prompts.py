@@ -56,21 +56,18 @@ _EXAMPLE = "\n".join(
 )
 
 
-# A run whose steps make their calls as a list (``batch``) asks in the tool-call JSON small models were
-# trained on, with the functions as JSON, as one raw constrained call does: on BFCL's tune categories the
-# five-field prompt, its rules and its worked example cost qwen2.5-coder-0.5b calls against that raw
-# call (measurements/policies.json).
-_BATCH = """You complete the user's task with the functions below. Reply with one JSON object, in one of two shapes:
-{{"calls": [{{"name": "<function name>", "arguments": {{...}}}}, ...]}} to call one function, or several at once \
-when the task asks for several things;
-{{"answer": "..."}} to give your final answer: when the results so far answer the task, or when the task needs \
-no function or none of them fits.
-
-Functions:
+# A run whose steps make their calls as a list (``batch``) asks its first step exactly as one raw
+# constrained call asks (the functions as JSON, the tool-call JSON small models were trained on): the
+# loop's own words there ("one function, or several at once when the task asks for several things", a
+# paragraph on results to come) sent qwen2.5-coder-0.5b into several calls where one was asked and
+# away from answering where no function fits (BFCL's report sample: 73 of 160 first steps right
+# against raw's 103). What the model must know about results is said where they arrive.
+_BATCH = """You can call these functions:
 {functions}
 
-After your calls, the next message gives their results. Your answer says what the results say. A result starting \
-with ERROR: or DENIED: means the call failed or was refused: it is not an answer."""
+Reply with one JSON object: {{"calls": [{{"name": "<function name>", "arguments": {{...}}}}, ...]}} to call \
+one function or several, or {{"answer": "..."}} to answer directly when the question needs no function or \
+none of them fits."""
 
 _BATCH_NO_TOOLS = """You complete the user's task. There are no functions to call at this step: reply with one JSON \
 object, {"answer": "..."}, your final answer."""
@@ -79,6 +76,8 @@ _PROSE = "Reply with the JSON object only: no other text before or after it."
 
 
 _NEXT_BATCH = 'If these results answer the task, reply with {"answer": "..."} now; otherwise make more calls.'
+_SAYS = " Your answer says what the results say."
+_FAILURES = " A result starting with ERROR: or DENIED: means the call failed or was refused: it is not an answer."
 
 
 def system_prompt(
@@ -148,19 +147,29 @@ def tool_feedback(result: ToolResult, record: CallRecord, *, status: str) -> str
 
 
 def batch_feedback(
-    results: Sequence[ToolResult], records: Sequence[CallRecord], *, statuses: Sequence[str], task: str = ""
+    results: Sequence[ToolResult],
+    records: Sequence[CallRecord],
+    *,
+    statuses: Sequence[str],
+    task: str = "",
+    merged: Sequence[int] = (),
 ) -> str:
     """The user turn that carries the results of a batch back, in the order of the calls, with the
     task where one of them is good (after a refusal or errors only, it sent the model searching for
-    what it had been refused)."""
+    what it had been refused). ``merged[i]`` is how many times the step wrote call ``i`` (it ran once)."""
     parts = [f"{_RESULTS}{len(results)} call{'s' if len(results) != 1 else ''}, in the order you made them:"]
     for number, (result, record, status) in enumerate(zip(results, records, statuses, strict=True), start=1):
         part = f"[{number}] {result.call}:\n{result.text}"
+        written = merged[number - 1] if number <= len(merged) else 1
+        if written > 1:
+            part += f"\n(Note: you wrote this same call {written} times in one step; it ran once.)"
         if status == "repeat":
             part += f"\n(Note: you made this same call {record.times} times and got this same result each time.)"
         parts.append(part)
     good = any(result.status is ToolStatus.OK for result in results)
-    parts.append(_NEXT_BATCH + (f"\nThe task: {_clip(task, 600)}" if task and good else ""))
+    failed = any(result.status is not ToolStatus.OK for result in results)
+    closing = _NEXT_BATCH + _SAYS + (_FAILURES if failed else "")
+    parts.append(closing + (f"\nThe task: {_clip(task, 600)}" if task and good else ""))
     return "\n\n".join(parts)
 
 

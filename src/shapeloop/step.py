@@ -278,7 +278,7 @@ def _answer_variant(answer: dict[str, Any], max_reason_chars: int | None) -> dic
 
 
 def _batch_variant(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    items = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    items = {"anyOf": calls}  # one call too: a batch step's schema is one raw call's (benchmarks.bfcl_run)
     return _object({"calls": {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BATCH}})
 
 

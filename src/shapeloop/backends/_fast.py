@@ -34,6 +34,7 @@ class Generated:
     decode_calls: int  # llama.cpp decode calls after the prompt
     forced: int  # tokens taken from the grammar without sampling
     decision_gap: float | None = None  # where the step chooses: best calling logit minus best answering logit
+    more_gap: float | None = None  # after a batch step's first call: best "another call" logit minus best "no more"
 
 
 class FastDecoder:
@@ -90,8 +91,9 @@ class FastDecoder:
         measure how far the model leans to calling (``Generated.decision_gap``)."""
         out: list[int] = []
         calls = forced = 0
-        tail = ""
+        tail = text = ""
         gap: float | None = None
+        more: float | None = None
         while len(out) < max_tokens and not matcher.is_stopped():
             ff = matcher.compute_ff_tokens()[: max_tokens - len(out)]
             if ff:
@@ -100,36 +102,57 @@ class FastDecoder:
                 forced += len(ff)
             else:
                 decide = gap is None and tail.endswith(DECISION_CUES)
-                token, found = self._choose(matcher, temperature, rng, decide)
-                gap = found if found is not None else gap
+                between = more is None and text.endswith("}") and _between_calls(text)
+                token, found = self._choose(matcher, temperature, rng, "call" if decide else "more" if between else None)
+                if decide:
+                    gap = found
+                elif between:
+                    more = found
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
                 ff = [token]
-            tail = (tail + self.model.detokenize(ff))[-max(map(len, DECISION_CUES)) - 8 :]
+            piece = self.model.detokenize(ff)
+            text += piece
+            tail = (tail + piece)[-max(map(len, DECISION_CUES)) - 8 :]
             if matcher.is_stopped() or len(out) >= max_tokens:
                 break
             self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
             calls += 1
         return Generated(tokens=out, finished=matcher.is_stopped() or matcher.is_accepting(), decode_calls=calls,
-                         forced=forced, decision_gap=gap)  # fmt: skip
+                         forced=forced, decision_gap=gap, more_gap=more)  # fmt: skip
 
     def _choose(
-        self, matcher: Any, temperature: float, rng: np.random.Generator, decide: bool = False
+        self, matcher: Any, temperature: float, rng: np.random.Generator, decide: str | None = None
     ) -> tuple[int, float | None]:
-        """The next token, and where ``decide`` says the step chooses between a call and an answer, the gap
-        between them (:meth:`_gap`)."""
+        """The next token, and where ``decide`` names a choice (``call``: a call or an answer;
+        ``more``: another call or none), the gap between its two sides (:meth:`_gap`, :meth:`_more_gap`)."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
-        gap = self._gap(logits, allowed) if decide else None
+        gap = self._gap(logits, allowed) if decide == "call" else self._more_gap(logits, allowed) if decide else None
         if temperature <= 0:
             return int(np.argmax(logits)), gap
         scaled = (logits - logits.max()) / temperature
         probs = np.exp(scaled)
         probs /= probs.sum()
         return int(rng.choice(self.n_vocab, p=probs)), gap
+
+    def _more_gap(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any]) -> float | None:
+        """After a batch step's first call: the best logit of a token that goes on to another call
+        minus the best of one that ends the list. None where the allowed tokens are not that choice."""
+        another: list[int] = []
+        done: list[int] = []
+        for token in np.flatnonzero(allowed)[:64]:
+            text = self.model.detokenize([int(token)]).lstrip()
+            if text.startswith(","):
+                another.append(int(token))
+            elif text.startswith("]"):
+                done.append(int(token))
+        if not another or not done:
+            return None
+        return float(logits[another].max() - logits[done].max())
 
     def _gap(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any]) -> float | None:
         """Where the step chooses between a call and an answer: the best calling logit minus the best
@@ -145,3 +168,21 @@ class FastDecoder:
         if not calling or not answering:
             return None
         return float(logits[calling].max() - logits[answering].max())
+
+
+def _between_calls(text: str) -> bool:
+    """Whether ``text``, a batch step being written, has just closed a call of its ``calls`` list
+    (the list open, no call open), read string-aware."""
+    if not text.startswith('{"calls"'):
+        return False
+    depth, quoted, escaped = 0, False, False
+    for char in text:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+    return depth == 2 and not quoted

@@ -62,7 +62,8 @@ class LlamaCppBrain(BaseBrain):
     the fit floor calibrated for a catalogue model (``Capabilities.calibration``), which the
     :class:`~shapeloop.policies.FitFloor` policy reads. With the fast engine, :attr:`last_stats`
     has the step's ``decision_gap``: where it chose between calling and answering, the best calling
-    logit minus the best answering one.
+    logit minus the best answering one; and ``more_gap``: after a batch step's first call, the best
+    logit of going on to another call minus the best of ending the list.
     """
 
     capabilities = Capabilities(exclusive=True)  # one model, one context: one run at a time
@@ -226,7 +227,7 @@ class LlamaCppBrain(BaseBrain):
             )
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
-            "tokens": len(made.tokens), "decision_gap": made.decision_gap,
+            "tokens": len(made.tokens), "decision_gap": made.decision_gap, "more_gap": made.more_gap,
         }  # fmt: skip
         return Reply(
             text=self.llama.detokenize(made.tokens),
