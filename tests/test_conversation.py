@@ -649,10 +649,12 @@ def test_each_dropped_request_is_named_by_its_own_marker_and_earlier_markers_are
     talk = Conversation(brain, [], policies=(), max_history_chars=150)
     for request in ("first request alpha", "second request beta", "third request gamma", "fourth request delta"):
         talk.ask(request)
-    markers = [m for m in contents(talk.history).split("\n") if m.startswith("[an earlier request cut, ")]
+    markers = [m for turn in talk.turns for m in turn.cuts if m.startswith("[an earlier request cut, ")]
     assert [m.count("an earlier request cut") for m in markers] == [1] * len(markers), markers
     named = " ".join(markers)
     assert "first request alpha" in named and "second request beta" in named, markers
+    # over budget, the history keeps them as one marker that counts them (issue 49: markers stay within it)
+    assert talk.history[0]["content"].startswith("[2 earlier requests cut, 4 messages: 149 characters, ")
 
 
 def test_a_request_stopped_by_ctrl_c_returns_its_turn_and_the_history_says_it_stopped(tmp_path: Path) -> None:

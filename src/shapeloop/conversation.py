@@ -26,19 +26,26 @@ With ``transcript_path=`` a request's entries are appended when it ends, or when
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import errno
 import inspect
 import itertools
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, TypeAdapter, ValidationError
 
 from shapeloop import prompts
 from shapeloop.agent import as_sinks, check_options, opening_prompt, run_agent
-from shapeloop.brain import Brain, Message, Usage, as_brain
+from shapeloop.brain import Brain, Message, Role, Usage, as_brain
+from shapeloop.errors import TranscriptError
 from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
@@ -58,6 +65,9 @@ _PIECE = re.compile(r"[a-z]+|[ \t]+|\n+|.", re.S)  # how estimate_tokens reads a
 
 _WHY = "to keep the conversation within its window"
 _DROP = "[an earlier request cut, "  # how the marker of a request cut whole begins
+# The markers of requests cut whole, one request's and several requests' merged, read back to merge them.
+_ONE_CUT = re.compile(rf"\[an earlier request cut, (\d+) messages: .*: ([\d ]+) characters, {_WHY}\]")
+_MANY_CUT = re.compile(rf"\[(\d+) earlier requests cut, (\d+) messages: ([\d ]+) characters, {_WHY}\]")
 _OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
 _CHECKED = ("max_steps", "stuck_limit", "max_seconds", "mode", "policies")  # checked when it is made
 _CALL_CHARS = 120  # how much of a call a marker shows
@@ -207,18 +217,23 @@ class Conversation:
         self._stream = transcript_path
         self._requests: list[list[Message]] = []  # each request's messages, as the next run reads them
         self._levels: list[int] = []
+        self._sizes: dict[int, int] = {}  # each request's size in the budget's unit, once measured
+        self._first = 0  # the requests before it are cut whole
         self._own: list[dict[str, Any]] = []  # the entries of the request being replayed
+        self._unwritten: TranscriptError | None = None  # why the log's file was given up, to raise
 
     @property
     def history(self) -> list[Message]:
         """The conversation as the next request's run reads it (cuts and their markers included)."""
-        return [message for request in self._requests for message in request]
+        return [message for request in self._requests[self._first :] for message in request]
 
     def ask(self, request: str) -> Turn:
         """Run one request, continuing the conversation; cut the history first where it is over budget.
 
         A run that raises (a brain's error) still leaves the request in the log and in the history,
-        with the calls it made and the error, so nothing it did is lost; the error is raised. Ctrl-C
+        with the calls it made and the error, so nothing it did is lost; the error is raised. A log
+        file that cannot be written (a full disk) leaves the request in the history and the log in
+        memory, and raises :class:`~shapeloop.TranscriptError` saying so. Ctrl-C
         during a request ends it as a turn that stopped ``interrupted`` (no error is raised: a chat
         goes on to the next request); the history then says so after its last message, since a call
         it made may not have finished.
@@ -226,6 +241,7 @@ class Conversation:
         Raises:
             TypeError: a request that is not a string.
             ValueError: an empty request (nothing is cut or recorded).
+            TranscriptError: ``transcript_path`` could not be written; the request is kept in memory.
         """
         if not isinstance(request, str):
             raise TypeError(f"a request is a string, not {type(request).__name__}")
@@ -242,21 +258,24 @@ class Conversation:
             raise
         messages = _settled([m for m in run.messages if m["role"] != "system"][len(earlier) :])
         turn = Turn(request=request, run=run, calls=_calls(run), cuts=cuts)
-        self.transcript.add({"type": "request", "request": request})
+        entries: list[dict[str, Any]] = [{"type": "request", "request": request}]
         skip = len(earlier) + 1  # the system prompt and the history open every run's transcript
         for entry in run.transcript.entries:
             if entry["type"] == "message" and skip > 0:
                 skip -= 1
             elif entry["type"] != "message" or entry["role"] != "system":
-                self.transcript.add(entry)
+                entries.append(entry)
         if run.stop is StopReason.INTERRUPTED:  # a call may have been cut short: the next request reads so
             note = Message(role="user", content=f"[this request was stopped before it answered: {run.reason}]")
             messages.append(note)
-            self.transcript.add_message(note)
-        self.transcript.add(_turn_entry(turn))
+            entries.append({"type": "message", **note})
         self._requests.append(messages)
         self._levels.append(_WHOLE)
         self.turns.append(turn)
+        self._write(*entries, _turn_entry(turn))
+        if self._unwritten is not None:
+            unwritten, self._unwritten = self._unwritten, None
+            raise unwritten
         return turn
 
     def _crashed(self, request: str, continued: bool, seen: list[Event], exc: BaseException) -> None:
@@ -266,16 +285,17 @@ class Conversation:
         done = f"calls it made: {_clip('; '.join(calls), _CALL_CHARS * 4)}" if calls else "it made no call"
         note = f"[this request's run stopped with an error before it answered ({_clip(repr(exc), 200)}); {done}]"
         messages = [Message(role="user", content=f"{prompts.task_message(request, continued=continued)}\n{note}")]
-        self.transcript.add({"type": "request", "request": request})
-        for event in seen:
-            self.transcript.add_event(event)
-        for message in messages:
-            self.transcript.add_message(message)
-        self.transcript.add({"type": "error", "request": request, "error": repr(exc), "calls": calls})
         self._requests.append(messages)
         self._levels.append(_WHOLE)
+        events = [{"type": "event", **event.to_dict()} for event in seen]
+        said = [{"type": "message", **message} for message in messages]
+        error = {"type": "error", "request": request, "error": repr(exc), "calls": calls}
+        self._write({"type": "request", "request": request}, *events, *said, error)
         where = f" and in {os.fspath(self._stream)}" if self._stream is not None else ""
         exc.add_note(f"shapeloop: the conversation keeps this request, its calls and the error in its log{where}")
+        if self._unwritten is not None:
+            exc.add_note(f"shapeloop: {self._unwritten}")
+            self._unwritten = None
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the conversation's log as JSON Lines (atomically), for :meth:`resume`. Saving onto
@@ -307,13 +327,19 @@ class Conversation:
         ``settings`` are the constructor's keyword arguments (budgets and run options); the tools
         are the caller's, in whatever state they are now.
 
-        A last line cut off in the middle (a write interrupted by a crash) is skipped, with a warning.
-        ``transcript_path=`` goes on writing the log: in the file resumed from, or in a new or empty one.
+        A last line cut off in the middle (a write interrupted by a crash, in an ASCII character or
+        inside a multi-byte one) is skipped, with a warning. ``transcript_path=`` goes on writing the
+        log, holding its lock as a new conversation does: in the file resumed from, or in a new or
+        empty one.
 
         Raises:
-            ValueError: a line of the file that is not an entry of a conversation's log, a file that
-                is not a conversation's log (a run's transcript), or a ``transcript_path`` that
-                already holds another log.
+            ValueError: a path that is not a regular file (a FIFO, a directory), a line of the file
+                that is not an entry of a conversation's log (each entry is checked against the shape
+                the conversation writes, and the line named), a file that is not a conversation's log
+                (a run's transcript, text that is not UTF-8), or a ``transcript_path`` that already
+                holds another log.
+            TranscriptError: a ``transcript_path`` that cannot be written, or that another
+                conversation or run is writing.
         """
         target = settings.pop("transcript_path", None)
         if target is not None and not _same_file(target, path) and os.path.exists(target) and os.path.getsize(target):
@@ -326,17 +352,7 @@ class Conversation:
             conversation = cls(brain, tools, **settings)
         for warning in warned:
             warnings.warn_explicit(warning.message, warning.category, *_caller())
-        try:
-            with open(path, encoding="utf-8") as handle:
-                lines = handle.read().split("\n")
-        except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{os.fspath(path)}: not a conversation's log (not UTF-8 text: {exc.reason} at byte {exc.start})"
-            ) from exc
-        last = lines.pop()  # a file written whole ends with a newline: a last line without one may be cut off
-        torn = bool(last.strip()) and not _whole_line(last)
-        if last.strip() and not torn:
-            lines.append(last)
+        lines, last, torn = _log_lines(path)
         for number, line in enumerate(lines, start=1):
             if line.strip():
                 entry = _entry(line, path, number)
@@ -345,12 +361,13 @@ class Conversation:
                         f"{os.fspath(path)}: not a conversation's log (it opens with a {entry['type']!r} entry, "
                         "not a request); a run's transcript continues with run_agent(history=...)"
                     )
+                shaped = _shaped(entry, path, number)
                 try:
-                    conversation._replay(entry)
-                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    conversation._replay(entry, shaped)
+                except IndexError as exc:  # a cut of a request the log has not opened
                     raise ValueError(
                         f"{os.fspath(path)}, line {number}: a {entry['type']!r} entry a conversation's log "
-                        f"does not hold ({exc!r})"
+                        f"does not hold ({exc!r}): fix or remove the line"
                     ) from exc
         if torn:
             warnings.warn(
@@ -358,61 +375,108 @@ class Conversation:
                 UserWarning,
                 stacklevel=2,
             )
-        if target is not None:  # the log goes on in ``target``: after what it holds, if it is this file
-            if last and _same_file(target, path):  # the next entry starts a line: after the torn one, over it
-                with open(path, "r+b") as handle:
-                    handle.seek(0, os.SEEK_END)
-                    if torn:
-                        handle.truncate(handle.tell() - len(last.encode("utf-8")))
-                    else:
-                        handle.write(b"\n")
-            entries = conversation.transcript.entries
-            conversation.transcript = Transcript.streaming(target)
-            conversation._stream = target
-            if _same_file(target, path):
-                conversation.transcript.entries.extend(entries)
-            else:
-                for entry in entries:
-                    conversation.transcript.add(entry)
+        if target is not None:
+            conversation._go_on(path, target, last, torn)
         return conversation
 
-    def _replay(self, entry: dict[str, Any]) -> None:
-        kind = entry.get("type")
-        if kind == "request":
+    def _go_on(self, path: str | os.PathLike[str], target: str | os.PathLike[str], last: bytes, torn: bool) -> None:
+        """A resumed log goes on in ``target``: after what it holds, if it is the file resumed from."""
+        entries = self.transcript.entries
+        stream = Transcript.streaming(target)  # locked before the file is touched: one writer at a time
+        if last and _same_file(target, path):  # the next entry starts a line: after the torn one, over it
+            with open(path, "r+b") as handle:
+                handle.seek(0, os.SEEK_END)
+                if torn:
+                    handle.truncate(handle.tell() - len(last))
+                else:
+                    handle.write(b"\n")
+        self.transcript, self._stream = stream, target
+        if _same_file(target, path):
+            self.transcript.entries.extend(entries)
+        else:
+            self._write(*entries)
+            if self._unwritten is not None:
+                raise self._unwritten
+
+    def _replay(self, entry: dict[str, Any], shaped: _Entry) -> None:
+        """Rebuild what one entry of a saved log records (``entry`` as read, ``shaped`` as checked)."""
+        if isinstance(shaped, _RequestEntry):
             self._requests.append([])
             self._levels.append(_WHOLE)
             self._own = [entry]
-        elif kind == "cut":
-            for index, messages in entry["requests"].items():
-                self._requests[int(index)] = [Message(role=m["role"], content=m["content"]) for m in messages]
-            self._levels[entry["request"]] = entry["level"]
-        elif kind == "message" and self._requests:
-            self._requests[-1].append(Message(role=entry["role"], content=entry["content"]))
-        elif kind == "turn":
-            self.turns.append(_rebuilt_turn(entry, self._own[1:]))
+        elif isinstance(shaped, _CutEntry):
+            opened = len(self._requests)
+            if max(shaped.request, *map(int, shaped.requests)) >= opened:
+                raise IndexError(f"it cuts request {shaped.request} where the log has opened {opened}")
+            for index, messages in shaped.requests.items():
+                self._put(int(index), [Message(role=m.role, content=m.content) for m in messages])
+            self._levels[shaped.request] = shaped.level
+        elif isinstance(shaped, _MessageEntry) and self._requests:
+            self._put(-1, [*self._requests[-1], Message(role=shaped.role, content=shaped.content)])
+        elif isinstance(shaped, _TurnEntry):
+            self.turns.append(_rebuilt_turn(shaped, self._own[1:]))
             if self._requests:
-                self._requests[-1] = _settled(self._requests[-1])
-        if kind in ("message", "event") and self._requests:
+                self._put(-1, _settled(self._requests[-1]))
+        if isinstance(shaped, _MessageEntry | _EventEntry) and self._requests:
             self._own.append(entry)
         self.transcript.add(entry)
 
+    def _write(self, *entries: dict[str, Any]) -> None:
+        """Add ``entries`` to the log. Where the file cannot take one (a full disk), every entry is still
+        kept in :attr:`transcript`, the file is given up (it ends before them, perhaps with a line cut
+        off), and the error a user reads waits in ``_unwritten`` for the request to end."""
+        for number, entry in enumerate(entries):
+            try:
+                self.transcript.add(entry)  # kept in memory before it is written
+            except OSError as exc:
+                self.transcript.entries.extend(entries[number + 1 :])
+                with contextlib.suppress(OSError):  # the close flushes what did not fit, and fails again
+                    self.transcript.close()
+                shown, self._stream = os.fspath(self._stream or ""), None
+                self._unwritten = TranscriptError(
+                    f"cannot write the conversation's log to {shown!r}: {exc.strerror or exc}; this request is kept "
+                    "in memory (history, turns and transcript) but the file ends before it, and nothing more is "
+                    "written there: free some space, then save(path) to write the whole log"
+                )
+                self._unwritten.__cause__ = exc
+                return
+
+    def _put(self, index: int, messages: list[Message]) -> None:
+        """Request ``index``'s messages are now ``messages`` (its size to be measured again)."""
+        self._requests[index] = messages
+        self._sizes.pop(index % len(self._requests), None)
+
     def _fit(self) -> list[str]:
-        """Cut the history, stage by stage and oldest request first, until it is within budget."""
+        """Cut the history, stage by stage and oldest request first, until it is within budget: the
+        results, the steps, then whole requests. Before a request is cut whole, the markers of the
+        requests cut before it are merged into one, and so at the end, so that markers do not pile
+        up past the budget. The work follows the requests kept: those cut whole are not visited."""
+        while (
+            self._first < len(self._requests) - 1
+            and self._levels[self._first] >= _DROPPED
+            and not self._requests[self._first]
+        ):
+            self._first += 1
         markers: list[str] = []
-        stages = ((_RESULTS_CUT, _cut_results), (_FOLDED, _fold), (_DROPPED, None))
-        for level, cut in stages:
-            for index in range(len(self._requests)):
+        for level, cut in ((_RESULTS_CUT, _cut_results), (_FOLDED, _fold)):
+            for index in range(self._first, len(self._requests)):
+                if self._levels[index] >= level:
+                    continue
                 if not self._over():
                     return markers
-                if self._levels[index] >= level or (level == _DROPPED and index == len(self._requests) - 1):
-                    continue
-                changed: dict[int, list[Message]] = {}
-                if cut is not None:
-                    changed[index], said = cut(self._requests[index])
-                else:
-                    changed, said = self._drop(index)
+                kept, said = cut(self._requests[index])
                 markers += said
-                self._apply(changed, level, index, said)
+                self._apply({index: kept}, level, index, said)
+        for index in range(self._first, len(self._requests)):
+            if not self._over():
+                break
+            if self._levels[index] >= _DROPPED:
+                continue
+            markers += self._merge(index)
+            if self._over() and index < len(self._requests) - 1:  # never the latest
+                changed, said = self._drop(index)
+                markers += said
+                self._apply(changed, _DROPPED, index, said)
         return markers
 
     def _drop(self, index: int) -> tuple[dict[int, list[Message]], list[str]]:
@@ -426,18 +490,44 @@ class Conversation:
         moved = Message(role=first["role"], content="\n".join([*carried, marker, first["content"]]))
         return {index: [], later: [moved, *rest]}, [marker]
 
+    def _merge(self, index: int) -> list[str]:
+        """The markers of requests cut whole that open request ``index``, two or more, made one that
+        counts them (the log keeps each); its marker, or none."""
+        messages = self._requests[index]
+        carried, rest = _markers_before(messages[0]["content"]) if messages else ([], "")
+        if len(carried) < 2:
+            return []
+        requests, count, chars = (sum(column) for column in zip(*map(_cut_counts, carried), strict=True))
+        marker = f"[{requests} earlier requests cut, {count} messages: {_count(chars)} characters, {_WHY}]"
+        first = Message(role=messages[0]["role"], content=f"{marker}\n{rest}")
+        self._apply({index: [first, *messages[1:]]}, self._levels[index], index, [marker])
+        return [marker]
+
     def _apply(self, changed: dict[int, list[Message]], level: int, index: int, markers: list[str]) -> None:
         for number, messages in changed.items():
-            self._requests[number] = messages
+            self._put(number, messages)
         self._levels[index] = level
         plain = {str(number): [dict(m) for m in messages] for number, messages in changed.items()}
-        self.transcript.add({"type": "cut", "level": level, "request": index, "markers": markers, "requests": plain})
+        self._write({"type": "cut", "level": level, "request": index, "markers": markers, "requests": plain})
 
     def _over(self) -> bool:
-        history = self.history
-        if self.max_history_tokens is not None:
-            return bool(history) and _tokens(self.brain, history) > self.max_history_tokens
-        return sum(len(m["content"]) for m in history) > (self.max_history_chars or 0)
+        """Whether the history is over its budget: counted by a brain that counts tokens, else summed
+        over the requests kept, each measured once."""
+        if self.max_history_tokens is not None and isinstance(self.brain, TokenCounter):
+            history = self.history
+            return bool(history) and _counted(self.brain, history) > self.max_history_tokens
+        budget = self.max_history_tokens if self.max_history_tokens is not None else self.max_history_chars or 0
+        return sum(self._size(index) for index in range(self._first, len(self._requests))) > budget
+
+    def _size(self, index: int) -> int:
+        """Request ``index``'s messages in the budget's unit: estimated tokens, or characters."""
+        size = self._sizes.get(index)
+        if size is None:
+            messages = self._requests[index]
+            tokens = self.max_history_tokens is not None
+            size = _tokens(self.brain, messages) if tokens else sum(len(m["content"]) for m in messages)
+            self._sizes[index] = size
+        return size
 
 
 def _window_budget(
@@ -510,8 +600,19 @@ def _counted(brain: TokenCounter, messages: Sequence[Message]) -> int:
 def _markers_before(text: str) -> tuple[list[str], str]:
     """The markers of requests cut before this one, which open its first message, and the rest."""
     lines = text.split("\n")
-    count = next((i for i, line in enumerate(lines) if not line.startswith(_DROP)), len(lines))
+    count = next((i for i, line in enumerate(lines) if not _ONE_CUT.fullmatch(line) and not _MANY_CUT.fullmatch(line)),
+                 len(lines))  # fmt: skip
     return lines[:count], "\n".join(lines[count:])
+
+
+def _cut_counts(marker: str) -> tuple[int, int, int]:
+    """The requests, messages and characters a marker of requests cut whole counts."""
+    one = _ONE_CUT.fullmatch(marker)
+    if one is not None:
+        return 1, int(one[1]), int(one[2].replace(" ", ""))
+    many = _MANY_CUT.fullmatch(marker)
+    assert many is not None, marker  # _markers_before takes no other line
+    return int(many[1]), int(many[2]), int(many[3].replace(" ", ""))
 
 
 def _settled(messages: list[Message]) -> list[Message]:
@@ -591,22 +692,120 @@ def _turn_entry(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _rebuilt_turn(entry: dict[str, Any], own: list[dict[str, Any]]) -> Turn:
-    usage = entry.get("usage")
+# The entries of a conversation's log, as the writer writes them (``_turn_entry``, ``_apply``, ``ask``,
+# ``_crashed`` and a run's messages and events): :meth:`Conversation.resume` refuses any other shape at
+# its line, before it replays anything. Fields a log of an earlier version lacks have their defaults.
+class _Shape(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True)
+
+
+class _Said(_Shape):
+    role: Role
+    content: str
+
+
+class _RequestEntry(_Shape):
+    type: Literal["request"]
+    request: str
+
+
+class _MessageEntry(_Said):
+    type: Literal["message"]
+
+
+class _EventEntry(_Shape):
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")  # each event kind has its fields
+    type: Literal["event"]
+    kind: str
+
+
+class _SavedCall(_Shape):
+    tool: str
+    args: dict[str, Any]
+
+
+class _SavedUsage(_Shape):
+    prompt_tokens: NonNegativeInt = 0
+    completion_tokens: NonNegativeInt = 0
+    cached_tokens: NonNegativeInt = 0
+    total_tokens: NonNegativeInt = 0
+
+
+class _TurnEntry(_Shape):
+    type: Literal["turn"]
+    request: str
+    stop: StopReason = Field(strict=False)  # written as its value
+    reason: str
+    answer: str | None
+    steps: NonNegativeInt
+    mode: Mode = Field(strict=False)
+    usage: _SavedUsage | None = None
+    policies: list[str] = []
+    interventions: dict[str, NonNegativeInt] = {}
+    calls: list[_SavedCall] = []
+    cuts: list[str] = []
+
+
+class _ErrorEntry(_Shape):
+    type: Literal["error"]
+    request: str
+    error: str
+    calls: list[str] = []
+
+
+class _CutEntry(_Shape):
+    type: Literal["cut"]
+    level: Literal[0, 1, 2, 3]  # _WHOLE to _DROPPED
+    request: NonNegativeInt
+    markers: list[str] = []
+    requests: dict[Annotated[str, StringConstraints(pattern=r"^[0-9]{1,9}$")], list[_Said]]
+
+
+_Entry = Annotated[
+    _RequestEntry | _MessageEntry | _EventEntry | _TurnEntry | _ErrorEntry | _CutEntry, Field(discriminator="type")
+]
+_ENTRY: TypeAdapter[_Entry] = TypeAdapter(_Entry)
+_KINDS = ("request", "message", "event", "turn", "error", "cut")
+
+
+def _shaped(entry: dict[str, Any], path: str | os.PathLike[str], number: int) -> _Entry:
+    """``entry`` as the model of its kind, or an error naming the line and what is wrong with it."""
+    kind = entry["type"]
+    if kind not in _KINDS:
+        raise ValueError(
+            f"{os.fspath(path)}, line {number}: a {_clip(repr(kind), 60)} entry, which a conversation's log does "
+            f"not hold (it holds {', '.join(_KINDS)}): fix or remove the line"
+        )
+    try:
+        return _ENTRY.validate_python(entry)
+    except ValidationError as exc:
+        wrong = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'][1:])}: {error['msg']} "
+            f"(it holds {_clip(repr(error['input']), 60)})"
+            for error in exc.errors()[:3]
+        )
+        raise ValueError(
+            f"{os.fspath(path)}, line {number}: a {kind!r} entry a conversation's log does not hold ({wrong}): "
+            "the log was changed after Conversation wrote it; fix or remove the line"
+        ) from exc
+
+
+def _rebuilt_turn(entry: _TurnEntry, own: list[dict[str, Any]]) -> Turn:
+    usage = entry.usage
     run: AgentRun[Any] = AgentRun(
-        stop=StopReason(entry["stop"]),
-        reason=entry["reason"],
-        answer=entry["answer"],
-        output=entry["answer"],
-        steps=entry["steps"],
-        mode=Mode(entry["mode"]),
-        usage=None if usage is None else Usage(**{k: v for k, v in usage.items() if k != "total_tokens"}),
+        stop=entry.stop,
+        reason=entry.reason,
+        answer=entry.answer,
+        output=entry.answer,
+        steps=entry.steps,
+        mode=entry.mode,
+        usage=None if usage is None else Usage(**usage.model_dump(exclude={"total_tokens"})),
         transcript=Transcript(entries=own),
-        policies=tuple(entry.get("policies", ())),
-        interventions=dict(entry.get("interventions", {})),
+        policies=tuple(entry.policies),
+        interventions=dict(entry.interventions),
     )
-    calls = tuple(ToolCall(tool=c["tool"], args=c["args"]) for c in entry.get("calls", ()))
-    return Turn(request=entry["request"], run=run, calls=calls, cuts=tuple(entry.get("cuts", ())))
+    calls = tuple(ToolCall(tool=c.tool, args=c.args) for c in entry.calls)
+    return Turn(request=entry.request, run=run, calls=calls, cuts=tuple(entry.cuts))
 
 
 def _whole_line(line: str) -> bool:
@@ -619,6 +818,55 @@ def _whole_line(line: str) -> bool:
     except RecursionError:  # nested deeper than the parser follows: whole, but no entry
         pass
     return True
+
+
+def _log_lines(path: str | os.PathLike[str]) -> tuple[list[str], bytes, bool]:
+    """The whole lines of the log at ``path``; its last line's bytes, where no newline ends the file;
+    and whether that line was cut off by an interrupted write (it is then not among the lines). A
+    write cut off inside a multi-byte character is cut off as one inside an ASCII one is.
+
+    Raises:
+        ValueError: text that is not UTF-8 before the last line, or a path that is not a regular file.
+    """
+    data = _read_regular(path)
+    body, newline, last = data.rpartition(b"\n")  # a file written whole ends with a newline
+    start = len(body) + len(newline)
+    try:
+        lines = body.decode("utf-8").split("\n")
+        tail = codecs.getincrementaldecoder("utf-8")().decode(last)  # all but an unfinished character
+    except UnicodeDecodeError as exc:
+        at = exc.start + (start if exc.object == last and body != last else 0)
+        raise ValueError(
+            f"{os.fspath(path)}: not a conversation's log (not UTF-8 text: {exc.reason} at byte {at})"
+        ) from exc
+    torn = len(tail.encode("utf-8")) < len(last) or (bool(tail.strip()) and not _whole_line(tail))
+    if tail.strip() and not torn:
+        lines.append(tail)
+    return lines, last, torn
+
+
+def _read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file at ``path``, refused, without blocking, unless it is a regular file
+    (a FIFO would wait for a writer forever)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # a missing or unreadable file says so itself
+            raise
+        mode = stat.S_IFSOCK  # a socket cannot be opened
+    else:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            with open(fd, "rb") as handle:
+                return handle.read()
+        os.close(fd)
+    kind = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory", stat.S_IFSOCK: "a socket"}.get(
+        stat.S_IFMT(mode), "a device"
+    )
+    raise ValueError(
+        f"{os.fspath(path)}: not a conversation's log (it is {kind}, not a regular file): give the file that "
+        "save() or transcript_path= wrote"
+    )
 
 
 def _entry(line: str, path: str | os.PathLike[str], number: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import fcntl
 import json
 import os
 import stat
@@ -70,7 +71,9 @@ class Transcript:
     """Every message and event of a run, in order; writable as JSON Lines.
 
     A run given ``transcript_path`` streams it: each entry is appended to the file and flushed as
-    it happens, so a crash or ``kill -9`` loses at most the entry being written.
+    it happens, so a crash or ``kill -9`` loses at most the entry being written. The stream holds an
+    exclusive lock on the file until it is closed, so a second writer is refused rather than
+    interleaving its entries; the system releases the lock of a process that dies.
     """
 
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -78,8 +81,13 @@ class Transcript:
 
     @classmethod
     def streaming(cls, path: str | os.PathLike[str]) -> Transcript:
-        """An empty transcript that appends each entry to ``path`` (checked now: see :func:`open_jsonl`)."""
-        return cls(_file=open_jsonl(path))
+        """An empty transcript that appends each entry to ``path`` (checked now: see :func:`open_jsonl`),
+        holding the file's lock until :meth:`close`.
+
+        Raises:
+            TranscriptError: the path cannot be written, or another transcript streams to it.
+        """
+        return cls(_file=open_jsonl(path, exclusive=True))
 
     def add_message(self, message: Message) -> None:
         """Record a message of the conversation."""
@@ -98,9 +106,9 @@ class Transcript:
 
     def close(self) -> None:
         """Stop streaming and close the file."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None:  # given up even where the close fails (a full disk): it releases the lock
+            file.close()
 
     @property
     def messages(self) -> list[Message]:
@@ -121,9 +129,11 @@ class Transcript:
         half a file); the temporary file is made with ``mkstemp`` beside it.
 
         Raises:
-            TranscriptError: ``path`` is a directory, or its folder is missing or cannot be written.
+            TranscriptError: ``path`` is empty, holds a NUL or ends with a slash, is a directory, has a
+                name too long, or its folder is missing or cannot be written (or is full).
         """
         shown = os.fspath(path)
+        _check_path(shown)
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
             raise _unwritable(shown, "it is a directory")
@@ -136,8 +146,10 @@ class Transcript:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_jsonl())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise _unwritable(shown, _why(exc)) from exc
             raise
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -147,24 +159,62 @@ class Transcript:
         return len(self.entries)
 
 
-def open_jsonl(path: str | os.PathLike[str]) -> IO[str]:
+def open_jsonl(path: str | os.PathLike[str], *, exclusive: bool = False) -> IO[str]:
     """Open ``path`` to append JSON Lines to, creating it; refuse a symlink, a folder, or anything
     that is not a regular file, with a message saying what to pass instead.
 
+    Args:
+        path: the file.
+        exclusive: take the file's exclusive lock (``flock``), held until the file is closed or the
+            process ends; a file another open file holds locked is refused.
+
     Raises:
-        TranscriptError: the path cannot be written.
+        TranscriptError: the path cannot be written, or (``exclusive``) another writer holds it.
     """
     shown = os.fspath(path)
+    _check_path(shown)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
-        why = {errno.ELOOP: "it is a symlink", errno.EISDIR: "it is a directory"}.get(exc.errno or 0, exc.strerror)
-        raise _unwritable(shown, why) from exc
+        raise _unwritable(shown, _why(exc)) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
+    if exclusive:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise TranscriptError(
+                f"cannot write a transcript to {shown!r}: another conversation or run is writing it (the file "
+                "is locked); close that one first (close(), or the end of its with block), or name another file"
+            ) from exc
+        except OSError:  # a file system without locks: the file is written unlocked, as before
+            pass
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def _check_path(shown: str) -> None:
+    """Refuse, before anything touches the disk, a path no file can have."""
+    why = (
+        "the path is empty" if not shown
+        else "it holds a NUL character" if "\0" in shown
+        else "it ends with a slash, as a folder's path does" if shown.endswith(("/", os.sep))
+        else None
+    )  # fmt: skip
+    if why is not None:
+        raise _unwritable(shown, why)
+
+
+def _why(exc: OSError) -> str | None:
+    """What an ``OSError`` of writing a transcript means, in words."""
+    said = {
+        errno.ELOOP: "it is a symlink",
+        errno.EISDIR: "it is a directory",
+        errno.ENAMETOOLONG: "its name is too long for the file system (give a shorter one)",
+    }
+    return said.get(exc.errno or 0, exc.strerror)
 
 
 def _unwritable(shown: str, why: str | None) -> TranscriptError:
