@@ -10,11 +10,22 @@ and ``$ref`` that dangle or recurse without end. The bounds are a run's argument
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Specification
+from referencing._core import Resolver  # the type of Registry.resolver_with_root, not re-exported
+from referencing.jsonschema import DRAFT202012
 
 from shapeloop.pattern import PatternRefused, compiled
 
@@ -125,17 +136,18 @@ def _join(path: str, key: object) -> str:
     return f"{path}/{key}" if path else str(key)
 
 
-_NOT_SCHEMAS = frozenset({"enum", "const", "default", "examples"})  # keywords whose values are data
-
-
 def schema_problem(schema: Mapping[str, Any], limits: Limits) -> str | None:
-    """Why a schema cannot be used, in one line, or None.
+    """Why a schema cannot be used, in one line (the path first), or None.
 
     Refused: a schema longer than ``max_schema_chars`` or nested deeper than ``max_schema_depth``;
-    a ``$ref`` other than ``#/$defs/NAME`` (or ``#/definitions/NAME``) naming a definition the
-    schema has (a schema is embedded in the step's schema, where no other reference survives); a
-    ``$ref`` cycle that never reaches into a value (``{"$ref": "#"}``: validating it never ends);
-    a ``pattern`` or ``patternProperties`` key that :mod:`shapeloop.pattern` cannot run.
+    one that is not a valid JSON schema of its draft; then, walked the way jsonschema applies it
+    (every subschema that ``referencing`` finds, every ``$ref`` resolved by ``referencing``, ``$id``
+    rebasing included): a ``$ref`` that does not resolve, or that names anything but one of the
+    schema's own definitions as ``#/$defs/NAME`` (or ``#/definitions/NAME``), since a schema is
+    embedded in the step's schema, where no other reference survives; ``$dynamicRef`` and
+    ``$recursiveRef``; a ``$ref`` cycle that applies a schema to the very value it is applied to
+    (validating it never ends); a ``pattern`` or ``patternProperties`` key that
+    :mod:`shapeloop.pattern` cannot run.
     """
     too_long = f"it is over {limits.max_schema_chars} characters as JSON (Limits.max_schema_chars)"
     nodes = _walk(schema, limits.max_schema_depth, limits.max_schema_chars // 2)  # each node takes 2 or more
@@ -144,21 +156,34 @@ def schema_problem(schema: Mapping[str, Any], limits: Limits) -> str | None:
     if isinstance(nodes, str):
         return nodes
     try:
-        size = len(json.dumps(schema, default=str))
+        text = json.dumps(schema, default=str)
     except (ValueError, TypeError, RecursionError) as exc:
         return f"it is not plain JSON ({exc})"
-    if size > limits.max_schema_chars:
+    if len(text) > limits.max_schema_chars:
         return too_long
-    defs = {**_defs(schema, "definitions"), **_defs(schema, "$defs")}
-    for path, node in nodes:
-        problem = _node_problem(node, defs)
-        if problem is not None:
-            return f"{path or '(root)'}: {problem}"
-    return _endless(defs)
+    return _applied_problem(text, limits.max_schema_depth)
+
+
+@functools.lru_cache(maxsize=64)
+def _applied_problem(text: str, max_depth: int) -> str | None:
+    """:func:`schema_problem` past the bounds, on the schema as JSON text: a run's toolbox checks the
+    same schemas again at every request of a conversation, so the verdict is kept."""
+    schema = json.loads(text)
+    nodes = _walk(schema, max_depth, len(text))
+    assert isinstance(nodes, list), "the bounds were checked on the schema this text was written from"
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path) or "(root)"
+        return f"it is not a valid JSON schema: {where}: {exc.message}"
+    except RecursionError:
+        return "it nests too deeply for its check to finish: nest it less"
+    return _Applied(schema, cls, {id(node): path for path, node in reversed(nodes)}).problem()
 
 
 def _walk(schema: Mapping[str, Any], most: int, nodes: int) -> list[tuple[str, Mapping[str, Any]]] | str | None:
-    """Every subschema (a mapping) with its path; why the schema is too deep; None past ``nodes`` nodes."""
+    """Every mapping in the schema with its path; why the schema is too deep; None past ``nodes`` nodes."""
     found: list[tuple[str, Mapping[str, Any]]] = []
     stack: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while stack:
@@ -170,31 +195,121 @@ def _walk(schema: Mapping[str, Any], most: int, nodes: int) -> list[tuple[str, M
             return f"it nests deeper than {most} levels (Limits.max_schema_depth)"
         if isinstance(item, Mapping):
             found.append((path, item))
-            stack += [(sub, _join(path, key), depth + 1) for key, sub in item.items() if key not in _NOT_SCHEMAS]
+            stack += [(sub, _join(path, key), depth + 1) for key, sub in item.items()]
         elif isinstance(item, list):
             stack += [(sub, _join(path, index), depth + 1) for index, sub in enumerate(item)]
     return found
 
 
-def _defs(schema: Mapping[str, Any], key: str) -> dict[str, Any]:
-    table = schema.get(key)
-    prefix = f"#/{key}/"
-    return {prefix + name: sub for name, sub in table.items()} if isinstance(table, Mapping) else {}
+class _Applied:
+    """A schema walked as jsonschema applies it: ``referencing`` says which values are subschemas
+    and what each ``$ref`` means; jsonschema itself says which subschemas apply to the same value
+    (:func:`_same_value`). No list of keywords is kept here."""
+
+    def __init__(self, schema: Mapping[str, Any], cls: type[Any], paths: Mapping[int, str]) -> None:
+        self.schema = schema
+        self.cls = cls
+        self.spec = referencing.jsonschema.specification_with(cls.ID_OF(cls.META_SCHEMA), default=DRAFT202012)
+        self.paths = paths
+        self.nodes: dict[int, Mapping[str, Any]] = {}
+        self.refs: dict[int, int] = {}  # a node with a $ref -> the node it resolves to
+        self.defs = {
+            id(body): f"#/{key}/{name}"
+            for key in ("$defs", "definitions")
+            if isinstance(schema.get(key), Mapping)
+            for name, body in schema[key].items()
+        }
+
+    def problem(self) -> str | None:
+        root = self.spec.create_resource(self.schema)
+        stack: list[tuple[Any, Resolver[Any], str | None]] = [(self.schema, Registry().resolver_with_root(root), None)]
+        while stack:
+            node, resolver, rebased = stack.pop()
+            if not isinstance(node, Mapping) or id(node) in self.nodes:
+                continue  # a boolean schema, or one reached twice (the same object used twice)
+            self.nodes[id(node)] = node
+            own = self.spec.id_of(node)
+            if own is not None and node is not self.schema:
+                rebased = own
+            resolver = resolver.in_subresource(self.spec.create_resource(node))
+            problem = _node_problem(node) or self._reference(node, resolver, rebased)
+            if problem is not None:
+                return f"{self.paths.get(id(node)) or '(root)'}: {problem}"
+            stack += [(sub, resolver, rebased) for sub in self.spec.subresources_of(node)]
+        return self._endless()
+
+    def _reference(self, node: Mapping[str, Any], resolver: Resolver[Any], rebased: str | None) -> str | None:
+        """Why the node's ``$ref`` cannot be used, or None (and the reference is kept)."""
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            return None
+        if ref == "#":
+            return (
+                "$ref '#' points at the schema itself (recursion from its root, which does not survive being "
+                "embedded in the step's schema): put the part that recurses in $defs and name it #/$defs/NAME"
+            )
+        under = f" (under $id {rebased!r}, which it is resolved against)" if rebased is not None else ""
+        try:
+            target = resolver.lookup(ref).contents
+        except referencing.exceptions.Unresolvable:
+            named = "no such definition" if ref.startswith(("#/$defs/", "#/definitions/")) else "not a definition"
+            return f"$ref {ref!r} dangles ({named}){under}: a $ref names one of the schema's own $defs, as #/$defs/NAME"
+        name = self.defs.get(id(target))
+        if name is None or name != ref:
+            path = self.paths.get(id(target))
+            meant = name or (f"#/{path}" if path is not None else "a value that is not a schema")
+            return (
+                f"$ref {ref!r}{under} resolves to {meant}, not to one of the schema's own $defs named as "
+                "#/$defs/NAME: a schema is embedded in the step's schema, where no other reference survives"
+            )
+        self.refs[id(node)] = id(target)
+        return None
+
+    def _endless(self) -> str | None:
+        """A ``$ref`` cycle that applies a schema to the very value it is applied to, or None.
+
+        Every such cycle passes through a ``$ref``, so only what a ``$ref`` target applies to its own
+        value is followed; one depth-first walk (white, grey on the trail, black done) finds a cycle."""
+        edges: dict[int, list[int]] = {}
+        todo = list(self.refs.values())
+        while todo:
+            node = todo.pop()
+            if node not in edges:
+                children, ref = _same_value(self.nodes[node], self.spec, self.cls)
+                edges[node] = [*children, *([self.refs[node]] if ref and node in self.refs else [])]
+                todo += edges[node]
+        done: set[int] = set()
+        for start in edges:
+            trail, stack = [start], [iter(edges[start])]
+            while stack and start not in done:
+                nxt = next(stack[-1], None)
+                if nxt is None:
+                    stack.pop()
+                    done.add(trail.pop())
+                elif nxt in trail:
+                    return self._cycle([*trail[trail.index(nxt) :], nxt])
+                elif nxt not in done:
+                    trail.append(nxt)
+                    stack.append(iter(edges[nxt]))
+        return None
+
+    def _cycle(self, cycle: list[int]) -> str:
+        steps = [(here, there) for here, there in itertools.pairwise(cycle) if self.refs.get(here) == there]
+        named = [self.defs.get(there, "#/" + self.paths.get(there, "?")) for _, there in steps]
+        first = named.index(min(named)) + 1  # the same cycle reads the same, wherever the walk came in
+        named, steps = named[first:] + named[:first], steps[first:] + steps[:first]
+        chain = " -> ".join([named[-1], *named])
+        sites = ", ".join(self.paths.get(here) or "(root)" for here, _ in steps)
+        return (
+            f"$ref recurses without end ({chain}) through the $ref at {sites}: the schema applies itself to the same "
+            "value forever; make each turn of the recursion go into a property or an item"
+        )
 
 
-def _node_problem(node: Mapping[str, Any], defs: Mapping[str, Any]) -> str | None:
+def _node_problem(node: Mapping[str, Any]) -> str | None:
     for word in ("$dynamicRef", "$recursiveRef"):
         if word in node:
             return f"{word} is not supported: use $ref to #/$defs/NAME"
-    ref = node.get("$ref")
-    if ref == "#":
-        return (
-            "$ref '#' points at the schema itself (recursion from its root, which does not survive being embedded in "
-            "the step's schema): put the part that recurses in $defs and name it #/$defs/NAME"
-        )
-    if isinstance(ref, str) and ref not in defs:
-        named = "no such definition" if ref.startswith(("#/$defs/", "#/definitions/")) else "not a definition"
-        return f"$ref {ref!r} dangles ({named}): a $ref names one of the schema's own $defs, as #/$defs/NAME"
     patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
     if isinstance(node.get("patternProperties"), Mapping):
         patterns += list(node["patternProperties"])
@@ -212,46 +327,70 @@ def _mentions(node: Mapping[str, Any], word: str) -> bool:
     return word in json.dumps(node, default=str)
 
 
-# keywords that apply a subschema to the same value: a $ref cycle through these alone never ends
-_SAME_VALUE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+_PROBE = "$shapeloop-probe"  # a keyword of the probing validator only
+_PROBE_REF = "urn:shapeloop:probe"
 
 
-def _endless(defs: Mapping[str, Any]) -> str | None:
-    """A ``$ref`` cycle that applies a definition to the very value it is applied to, or None.
+@dataclass(frozen=True, eq=False)
+class _Mark:
+    """A subschema stood in for while probing: it notes when it is applied to ``subject`` itself."""
 
-    One depth-first walk over the definitions (white, grey on the trail, black done): a reference
-    back to a grey one closes a cycle."""
-    edges = {name: [ref for ref in _same_value_refs(body) if ref in defs] for name, body in defs.items()}
-    done: set[str] = set()
-    for start in edges:
-        if start in done:
-            continue
-        trail = [start]
-        stack = [iter(edges[start])]
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                stack.pop()
-                done.add(trail.pop())
-            elif nxt in trail:
-                cycle = " -> ".join([*trail[trail.index(nxt) :], nxt])
-                return f"$ref recurses without end ({cycle}): the schema applies itself to the same value forever"
-            elif nxt not in done:
-                trail.append(nxt)
-                stack.append(iter(edges[nxt]))
-    return None
+    index: int
+    fail: bool
+    subject: Any
+    hits: set[int]
 
 
-def _same_value_refs(node: Any) -> Iterable[str]:
-    """The ``$ref`` targets applied to the same value as ``node`` (through allOf, anyOf, ...)."""
-    found: list[str] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack += item
-        elif isinstance(item, Mapping):
-            if isinstance(item.get("$ref"), str):
-                found.append(item["$ref"])
-            stack += [item[key] for key in _SAME_VALUE if key in item]
-    return found
+def _same_value(node: Mapping[str, Any], spec: Specification[Any], cls: Any) -> tuple[list[int], bool]:
+    """The subschemas of ``node`` that jsonschema applies to the very value ``node`` is applied to,
+    and whether it applies its ``$ref`` so.
+
+    Asked of jsonschema itself: each subschema (and the ``$ref``'s target) is replaced by a mark
+    that notes the value it is applied to, and ``node`` is validated against a few values (an
+    object with every key the node names, a list, a string, a number, null), once with marks that
+    pass and once with marks that fail (``if``/``then``/``else``, ``not``, ``anyOf``). A mark that
+    sees the value itself is applied in place."""
+    subs = [sub for sub in spec.subresources_of(node) if isinstance(sub, Mapping)]
+    keys = {key: None for value in node.values() if isinstance(value, Mapping) for key in value}
+    hits: set[int] = set()
+    probe = _probing_class(cls)
+    subjects: tuple[Any, ...] = (keys, [], "", 0, None)
+    for subject in subjects:
+        for fail in (False, True):
+            marks = {id(sub): {_PROBE: _Mark(index, fail, subject, hits)} for index, sub in enumerate(subs)}
+            stand_in = _stood_in(node, marks)
+            registry: Registry[Any] = Registry()
+            if "$ref" in node:
+                stand_in["$ref"] = _PROBE_REF
+                target = spec.create_resource({_PROBE: _Mark(-1, fail, subject, hits)})
+                registry = registry.with_resource(_PROBE_REF, target)
+            list(probe(stand_in, registry=registry).iter_errors(subject))
+    return [id(sub) for index, sub in enumerate(subs) if index in hits], -1 in hits
+
+
+def _stood_in(node: Mapping[str, Any], marks: Mapping[int, Any]) -> dict[str, Any]:
+    """A copy of ``node`` with each subschema in ``marks`` (by identity) replaced by its mark; a
+    subschema is a keyword's value, an item of its list or a value of its object."""
+
+    def swap(value: Any) -> Any:
+        if id(value) in marks:
+            return marks[id(value)]
+        if isinstance(value, list):
+            return [marks.get(id(item), item) for item in value]
+        if isinstance(value, Mapping):
+            return {key: marks.get(id(item), item) for key, item in value.items()}
+        return value
+
+    return {key: swap(value) for key, value in node.items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _probing_class(cls: Any) -> type[Any]:
+    def probe(validator: Any, mark: _Mark, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if instance is mark.subject:
+            mark.hits.add(mark.index)
+        if mark.fail:
+            yield ValidationError("the probe fails here")
+
+    extended: type[Any] = jsonschema.validators.extend(cls, {_PROBE: probe})  # type: ignore[no-untyped-call]
+    return extended

@@ -14,6 +14,7 @@ import enum
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -136,13 +137,14 @@ class Toolbox:
             seconds_left: what is left of the run's time budget, if it has one; the call is
                 limited to the smaller of this and the toolbox's ``timeout``.
         """
-        problem = self._problem(call)
+        clock = _Clock.start(seconds_left)
+        problem, spent = self._checked(call, clock)
         if problem is not None:
             return self._result(call, *problem)
         refusal = self._refusal(call)
         if refusal is not None:
             return self._result(call, ToolStatus.DENIED, _denied(call, refusal))
-        return self._result(call, *self._execute(call, seconds_left))
+        return self._result(call, *self._execute(call, clock, spent))
 
     def run_batch(self, calls: Sequence[ToolCall], *, seconds_left: float | None = None) -> list[ToolResult]:
         """Run the calls of one step; the results are in the order of ``calls``.
@@ -151,7 +153,9 @@ class Toolbox:
         refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
         except that calls sharing a lock key run one after another in the order given.
         """
-        outcomes: list[_Outcome | None] = [self._problem(call) for call in calls]
+        clock = _Clock.start(seconds_left)
+        checked = [self._checked(call, clock) for call in calls]
+        outcomes: list[_Outcome | None] = [problem for problem, _ in checked]
         for index, call in enumerate(calls):
             refusal = None if outcomes[index] is not None else self._refusal(call)
             if refusal is not None:
@@ -167,7 +171,7 @@ class Toolbox:
 
         def run_lane(indexes: list[int]) -> None:
             for index in indexes:
-                outcomes[index] = self._execute(calls[index], seconds_left)
+                outcomes[index] = self._execute(calls[index], clock, checked[index][1])
 
         if len(lanes) == 1:
             run_lane(next(iter(lanes.values())))
@@ -188,15 +192,19 @@ class Toolbox:
             truncated=len(text) > self._limit,
         )
 
-    def _problem(self, call: ToolCall) -> _Outcome | None:
-        """Why the call cannot run as written (an unknown tool, bad arguments), or None."""
+    def _checked(self, call: ToolCall, clock: _Clock) -> tuple[_Outcome | None, float]:
+        """Why the call cannot run as written (an unknown tool, bad arguments), or None; and the
+        seconds its check took, which count against its ``tool_timeout``."""
+        begun = time.monotonic()
         chosen = self.tools.get(call.tool)
         if chosen is None:
-            return self._not_available(call.tool)
-        problem = chosen.argument_errors(call.args, limits=self.limits)
+            return self._not_available(call.tool), 0.0
+        seconds, _ = clock.limit(self._timeout, 0.0)
+        until = None if seconds is None else begun + seconds
+        problem = chosen.argument_errors(call.args, limits=self.limits, until=until)
         if problem is not None:
-            return ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"
-        return None
+            return (ToolStatus.ERROR, f"ERROR: invalid arguments for {chosen.signature()}: {problem}"), 0.0
+        return None, time.monotonic() - begun
 
     def _refusal(self, call: ToolCall) -> str | None:
         """Why the approver refused an acting tool's call, or None."""
@@ -207,18 +215,31 @@ class Toolbox:
             return None
         return verdict if isinstance(verdict, str) and verdict else "the user said no"
 
-    def _execute(self, call: ToolCall, seconds_left: float | None) -> tuple[ToolStatus, str]:
-        limits = ((self._timeout, "tool_timeout"), (seconds_left, "the run's max_seconds"))
-        seconds, which = min(((s, w) for s, w in limits if s is not None), default=(None, ""))
+    def _execute(self, call: ToolCall, clock: _Clock, spent: float) -> tuple[ToolStatus, str]:
+        """Call the tool and render what it returned, within what is left of the call's time once its
+        check took ``spent`` seconds. Whatever the tool raises is the call's outcome, ``SystemExit``
+        and other ``BaseException`` included; only Ctrl-C (``KeyboardInterrupt``) stops the run."""
+        seconds, which = clock.limit(self._timeout, spent)
+        shown = f"{(seconds or 0.0) + spent:.3g} s ({which})"
+        if seconds is not None and seconds <= 0:
+            return (
+                ToolStatus.ERROR,
+                f"ERROR: {call.tool} did not run: its time ran out while its arguments were checked ({shown})",
+            )
+        run = functools.partial(self.tools[call.tool].fn, **call.args)
         try:
-            return ToolStatus.OK, render(call_within(seconds, functools.partial(self.tools[call.tool].fn, **call.args)))
+            return ToolStatus.OK, call_within(seconds, lambda: render(run()))  # a lazy __str__ runs in the time too
         except TimedOut:
-            return ToolStatus.ERROR, f"ERROR: {call.tool} timed out after {seconds:g} s ({which}); it was abandoned"
+            return ToolStatus.ERROR, f"ERROR: {call.tool} timed out after {shown}; it was abandoned"
         except ToolRefusal as exc:
             return ToolStatus.DENIED, f"DENIED: {exc}"
         except ToolFailure as exc:
             return ToolStatus.ERROR, f"ERROR: {exc}"
-        except Exception as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
+        except KeyboardInterrupt:
+            raise
+        except SystemExit as exc:  # argparse, click, sys.exit in a helper: the tool ended, not the run
+            return ToolStatus.ERROR, f"ERROR: {call.tool} tried to exit the program (SystemExit: {exc.code!r})"
+        except BaseException as exc:  # noqa: BLE001 - a failing tool is feedback, not a crash
             return ToolStatus.ERROR, f"ERROR: {type(exc).__name__}: {exc}"
 
     def _not_available(self, name: str) -> tuple[ToolStatus, str]:
@@ -229,6 +250,25 @@ class Toolbox:
                 f"DENIED: tool {name!r} is not permitted in this run. Available tools: {offered}.",
             )
         return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The time of the calls of one step: the run's deadline (``max_seconds``), if it has one."""
+
+    until: float | None
+
+    @classmethod
+    def start(cls, seconds_left: float | None) -> _Clock:
+        return cls(None if seconds_left is None else time.monotonic() + seconds_left)
+
+    def limit(self, timeout: float | None, spent: float) -> tuple[float | None, str]:
+        """The seconds a call may still take, ``spent`` seconds into its ``timeout``, and which limit says so."""
+        limits = (
+            (None if timeout is None else timeout - spent, "tool_timeout"),
+            (None if self.until is None else self.until - time.monotonic(), "the run's max_seconds"),
+        )
+        return min(((s, w) for s, w in limits if s is not None), default=(None, ""))
 
 
 def _denied(call: ToolCall, why: str) -> str:

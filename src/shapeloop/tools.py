@@ -22,7 +22,7 @@ from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerati
 from shapeloop.deprecation import warn_no_effect
 from shapeloop.errors import ToolFailure
 from shapeloop.limits import Limits, value_problem
-from shapeloop.pattern import bounded_validator
+from shapeloop.pattern import bounded_validator, pattern_budget
 from shapeloop.text import json_text
 
 LockKey = str | Callable[[Mapping[str, Any]], "str | None"]
@@ -77,9 +77,14 @@ class Tool:
         """Call the underlying function directly (no validation, no gate)."""
         return self.fn(**args)
 
-    def argument_errors(self, args: Mapping[str, Any], *, limits: Limits | None = None) -> str | None:
+    def argument_errors(
+        self, args: Mapping[str, Any], *, limits: Limits | None = None, until: float | None = None
+    ) -> str | None:
         """The most relevant problem with ``args``, or None: first what is out of ``limits`` (NaN,
-        Infinity, a huge integer, deep nesting, too many characters), then the validator's message."""
+        Infinity, a huge integer, deep nesting, too many characters), then the validator's message.
+
+        All of the call's ``pattern`` checks share ``limits.pattern_seconds``, and end by ``until``
+        (a ``time.monotonic()`` value: the end of the call's time) where that comes first."""
         limits = limits or Limits()
         problem = value_problem(dict(args), limits)
         if problem is not None:
@@ -88,7 +93,8 @@ class Tool:
         if validator is None:
             validator = bounded_validator(self.parameters, limits.pattern_seconds)
             self._validators[limits.pattern_seconds] = validator
-        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
+        with pattern_budget(limits.pattern_seconds, until=until):
+            error = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)

@@ -1,0 +1,286 @@
+"""Issue 48, items 1 to 3: schemas the up-front check did not see, time outside the bounds, and a
+tool that raises ``SystemExit`` or another ``BaseException``. Each test fails on the code before
+the fix and spells out what the user (or the model) reads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from helpers import answer_step, tool_step
+from shapeloop import Conversation, ScriptedBrain, StopReason, Tool, run_agent, tool
+from shapeloop.limits import Limits, schema_problem
+from shapeloop.output import typed_answer
+from shapeloop.toolbox import Toolbox, ToolStatus
+from shapeloop.tools import ToolCall
+
+
+def _tool(parameters: dict[str, Any], fn: Any = None) -> Tool:
+    return Tool(name="f", description="A tool.", parameters=parameters, fn=fn or (lambda **args: "ok"))
+
+
+# Item 1: schemas the up-front check did not see
+
+DANGLING = "$ref '#/$defs/missing' dangles (no such definition): a $ref names one of the schema's own $defs"
+ENDLESS = "the schema applies itself to the same value forever"
+
+REFUSED = [
+    *[
+        pytest.param(
+            {"type": "object", "properties": {name: {"$ref": "#/$defs/missing"}}},
+            f"properties/{name}: {DANGLING}",
+            id=f"dangling-under-{name}",
+        )
+        for name in ("default", "enum", "const", "examples")
+    ],
+    pytest.param(
+        {"$defs": {"a": {"type": "object", "dependentSchemas": {"x": {"$ref": "#/$defs/a"}}}}, "$ref": "#/$defs/a"},
+        f"$ref recurses without end (#/$defs/a -> #/$defs/a) through the $ref at $defs/a/dependentSchemas/x: {ENDLESS}",
+        id="cycle-through-dependentSchemas",
+    ),
+    pytest.param(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"a": {"type": "object", "dependencies": {"x": {"$ref": "#/definitions/a"}}}},
+            "$ref": "#/definitions/a",
+        },
+        "$ref recurses without end (#/definitions/a -> #/definitions/a) through the $ref at "
+        f"definitions/a/dependencies/x: {ENDLESS}",
+        id="cycle-through-dependencies",
+    ),
+    pytest.param(
+        {
+            "type": "object",
+            "$defs": {"word": {"type": "string"}},
+            "properties": {"x": {"$id": "http://example.com/x", "$ref": "#/$defs/word"}},
+        },
+        "properties/x: $ref '#/$defs/word' dangles (no such definition) (under $id 'http://example.com/x', which it "
+        "is resolved against)",
+        id="ref-rebased-by-id",
+    ),
+    pytest.param(
+        {"$defs": {"a": {"if": {"type": "string"}, "else": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"},
+        f"$ref recurses without end (#/$defs/a -> #/$defs/a) through the $ref at $defs/a/else: {ENDLESS}",
+        id="cycle-through-else",
+    ),
+    pytest.param(
+        {"type": "object", "$defs": {"w": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/w/type"}}},
+        "properties/x: $ref '#/$defs/w/type' resolves to a value that is not a schema, not to one of the schema's "
+        "own $defs",
+        id="ref-into-a-definition",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "words"), REFUSED)
+def test_a_schema_the_check_missed_is_refused_as_a_tools_parameters_before_the_model_is_asked(
+    schema: dict[str, Any], words: str
+) -> None:
+    brain = ScriptedBrain([tool_step("f", x="y"), answer_step("done")])
+    with pytest.raises(ValueError) as caught:
+        run_agent(brain, [_tool(schema)], "t")
+    message = str(caught.value)
+    assert message.startswith("tool 'f': its parameters schema is refused: ") and words in message
+    assert "\n" not in message and brain.asked == []
+
+
+@pytest.mark.parametrize(("schema", "words"), REFUSED)
+def test_a_schema_the_check_missed_is_refused_as_output_type_before_the_model_is_asked(
+    schema: dict[str, Any], words: str
+) -> None:
+    brain = ScriptedBrain([answer_step(json.dumps({"x": 1}))])
+    with pytest.raises(ValueError) as caught:
+        run_agent(brain, [], "t", output_type=schema)
+    message = str(caught.value)
+    assert message.startswith("output_type's schema is refused: ") and words in message
+    assert "\n" not in message and brain.asked == []
+
+
+ACCEPTED = [
+    pytest.param(
+        {
+            "$defs": {
+                "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}
+            },
+            "$ref": "#/$defs/node",
+        },
+        {"kids": [{"kids": []}]},
+        id="recursion-into-items",
+    ),
+    pytest.param(
+        {"$defs": {"map": {"type": "object", "additionalProperties": {"$ref": "#/$defs/map"}}}, "$ref": "#/$defs/map"},
+        {"a": {"b": {}}},
+        id="recursion-into-additionalProperties",
+    ),
+    pytest.param(
+        {
+            "$defs": {"m": {"type": "object", "dependentSchemas": {"x": {"properties": {"x": {"$ref": "#/$defs/m"}}}}}},
+            "$ref": "#/$defs/m",
+        },
+        {"x": {"x": {}}},
+        id="dependentSchemas-that-goes-into-a-property",
+    ),
+    pytest.param(
+        {"type": "object", "$defs": {"w": {"type": "string"}}, "properties": {"default": {"$ref": "#/$defs/w"}}},
+        {"default": "yes"},
+        id="a-property-named-default",
+    ),
+    pytest.param(
+        {
+            "$id": "http://example.com/root",
+            "type": "object",
+            "$defs": {"w": {"type": "string"}},
+            "properties": {"x": {"$ref": "#/$defs/w"}},
+        },
+        {"x": "yes"},
+        id="a-root-id",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "value"), ACCEPTED)
+def test_a_recursion_that_goes_into_a_value_is_accepted_and_checks_answers(schema: dict[str, Any], value: Any) -> None:
+    assert schema_problem(schema, Limits()) is None
+    run = run_agent(ScriptedBrain([answer_step(json.dumps(value))]), [], "t", output_type=schema)
+    assert run.stop is StopReason.ANSWERED and run.output == value
+
+
+def test_a_schema_that_is_not_valid_is_refused_with_its_path() -> None:
+    with pytest.raises(
+        ValueError, match="output_type's schema is refused: it is not a valid JSON schema: properties/a/type: 'objekt'"
+    ):
+        typed_answer({"type": "object", "properties": {"a": {"type": "objekt"}}})
+
+
+# Item 2: time outside the bounds
+
+
+def _slow_strings(count: int) -> Tool:
+    """A tool of ``count`` string arguments whose pattern takes about 0.6 s on 300 characters."""
+    slow = {"type": "string", "pattern": "^(?:[a-z]?){1500}[a-z]{1500}$"}
+    props = {f"s{i}": slow for i in range(count)}
+    return Tool(
+        name="many", description="d", fn=lambda **args: "ran", parameters={"type": "object", "properties": props}
+    )
+
+
+def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
+    strings = {f"s{i}": "a" * 300 for i in range(12)}
+    brain = ScriptedBrain([tool_step("many", **strings), answer_step("done")])
+    begun = time.monotonic()
+    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", max_seconds=5, tool_timeout=1)
+    took = time.monotonic() - begun
+    assert took < 1.5, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
+    fed_back = run.messages[-2]["content"]
+    assert "ERROR: invalid arguments for many(" in fed_back
+    assert (
+        "could not be checked against '^(?:[a-z]?){1500}[a-z]{1500}$' in the 0.5 s that all of its patterns" in fed_back
+    )
+
+
+def test_checking_the_arguments_counts_inside_the_tool_timeout() -> None:
+    box = Toolbox([_slow_strings(12)], timeout=0.2)
+    begun = time.monotonic()
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 300 for i in range(12)}))
+    took = time.monotonic() - begun
+    assert took < 0.45, f"the check ran {took:.2f} s under tool_timeout=0.2"
+    assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
+    assert "in the 0.2 s that all of its patterns share" in result.text
+
+
+def test_checking_the_arguments_counts_inside_the_runs_max_seconds() -> None:
+    box = Toolbox([_slow_strings(12)], timeout=None)
+    begun = time.monotonic()
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 300 for i in range(12)}), seconds_left=0.2)
+    assert time.monotonic() - begun < 0.45
+    assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
+
+
+class Lazy:
+    """A return value whose text takes long to make (a lazy object's ``__str__``)."""
+
+    def __str__(self) -> str:
+        time.sleep(3)
+        return "finally"
+
+
+def test_turning_a_result_into_text_counts_inside_the_tool_timeout() -> None:
+    @tool
+    def lazy() -> Any:
+        """Return something lazy."""
+        return {"value": Lazy()}
+
+    brain = ScriptedBrain([tool_step("lazy"), answer_step("done")])
+    begun = time.monotonic()
+    run = run_agent(brain, [lazy], "t", mode="prose", tool_timeout=0.5, max_seconds=5)
+    took = time.monotonic() - begun
+    assert took < 1.5, f"rendering ran {took:.2f} s outside tool_timeout=0.5"
+    assert "ERROR: lazy timed out after 0.5 s (tool_timeout); it was abandoned" in run.messages[-2]["content"]
+
+
+# Item 3: a tool that raises SystemExit or another BaseException
+
+
+class Halt(BaseException):
+    """Neither an Exception nor Ctrl-C."""
+
+
+def _exits(code: Any) -> Any:
+    def run(**args: Any) -> str:
+        raise SystemExit(code)
+
+    return run
+
+
+@pytest.mark.parametrize("tool_timeout", [None, 5.0], ids=["in-this-thread", "in-a-worker-thread"])
+@pytest.mark.parametrize(
+    ("raised", "text"),
+    [
+        (SystemExit(2), "ERROR: f tried to exit the program (SystemExit: 2)"),
+        (SystemExit("usage: f [-h]"), "ERROR: f tried to exit the program (SystemExit: 'usage: f [-h]')"),
+        (Halt("stop"), "ERROR: Halt: stop"),
+        (GeneratorExit(), "ERROR: GeneratorExit: "),
+    ],
+)
+def test_a_tool_that_raises_a_base_exception_is_that_calls_error(
+    raised: BaseException, text: str, tool_timeout: float | None
+) -> None:
+    def fails(**args: Any) -> str:
+        raise raised
+
+    brain = ScriptedBrain([tool_step("f"), answer_step("done")])
+    run = run_agent(brain, [_tool({"type": "object"}, fails)], "t", mode="prose", tool_timeout=tool_timeout)
+    assert run.stop is StopReason.ANSWERED and run.answer == "done"
+    assert text in run.messages[-2]["content"]
+
+
+def test_a_batch_in_which_one_tool_exits_runs_the_others() -> None:
+    ok = Tool(name="ok", description="d", parameters={"type": "object"}, fn=lambda: "fine")
+    calls = json.dumps({"calls": [{"name": "f", "arguments": {}}, {"name": "ok", "arguments": {}}]})
+    brain = ScriptedBrain([calls, answer_step("done")])
+    run = run_agent(brain, [_tool({"type": "object"}, _exits(3)), ok], "t", mode="prose", batch=True)
+    assert run.stop is StopReason.ANSWERED
+    fed_back = run.messages[-2]["content"]
+    assert "ERROR: f tried to exit the program (SystemExit: 3)" in fed_back and "fine" in fed_back
+
+
+def test_a_conversation_whose_tool_exits_goes_on() -> None:
+    brain = ScriptedBrain([tool_step("f"), answer_step("first"), answer_step("second")])
+    chat = Conversation(brain, [_tool({"type": "object"}, _exits(1))], mode="prose")
+    turn = chat.ask("one")
+    assert turn.run.stop is StopReason.ANSWERED and turn.run.answer == "first"
+    assert "ERROR: f tried to exit the program (SystemExit: 1)" in turn.run.messages[-2]["content"]
+    assert chat.ask("two").run.answer == "second"
+
+
+def test_ctrl_c_in_a_tool_still_stops_the_run() -> None:
+    def interrupted(**args: Any) -> str:
+        raise KeyboardInterrupt
+
+    brain = ScriptedBrain([tool_step("f"), answer_step("done")])
+    run = run_agent(brain, [_tool({"type": "object"}, interrupted)], "t", mode="prose")
+    assert run.stop is StopReason.INTERRUPTED
