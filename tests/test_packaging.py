@@ -20,7 +20,6 @@ EXTRA_OF = {
     "backends/_llama.py": "local",
     "backends/_fast.py": "local",
     "testing.py": "testing",
-    "mcp.py": "mcp",
 }
 
 

@@ -4,7 +4,8 @@
 or an SDK server object in process), lists its tools and returns them as shapeloop tools, so
 argument validation, constrained decoding, approval, repeats, events and the transcript work as for
 any tool. The SDK is asynchronous; one background event loop (an anyio blocking portal) serves every
-server of one :class:`MCPTools`, and each server's client is entered and left in one task.
+server of one :class:`MCPTools`, and each server's client is entered and left in one task. The SDK
+(the ``mcp`` extra) is imported where a server is reached, so this module imports without it.
 
 Safety is the server's own word: a tool whose annotations do not say ``readOnlyHint: true`` needs
 approval like any acting tool, and :meth:`MCPTool.approval_note` says what the server claims
@@ -32,19 +33,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
-
-import anyio
-import anyio.from_thread
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
-from mcp import types as mcp_types
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server import MCPServer, Server
-from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK's client with its MCP timeouts
+from typing import TYPE_CHECKING, Any, TextIO
 
 from shapeloop.errors import ShapeloopError, ToolFailure, UsageError
 from shapeloop.text import printable
 from shapeloop.tools import Tool, drop_titles
+
+if TYPE_CHECKING:
+    import anyio
+    import anyio.from_thread
+    from mcp import Client
+    from mcp import types as mcp_types
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds a server has to start and answer the handshake and the tool listing."""
@@ -151,6 +150,8 @@ def as_server(value: ServerSpec | str | Any) -> ServerSpec:
         if value.strip().lower().startswith(("http://", "https://")):
             return HttpServer(url=value.strip())
         return StdioServer.parse(value)
+    from mcp.server import MCPServer, Server
+
     if isinstance(value, MCPServer | Server):
         return LocalServer(server=value)
     raise TypeError(f"an MCP server is a command line, a URL, a StdioServer, HttpServer or LocalServer, not {value!r}")
@@ -284,6 +285,8 @@ class _Connection:
             raise self._unavailable(_describe(exc, self.spec)) from exc
 
     async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
+        import anyio
+
         try:
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(await self._client_for(stack))
@@ -305,6 +308,10 @@ class _Connection:
                 self._mark_gone(_describe(exc, self.spec))
 
     async def _client_for(self, stack: AsyncExitStack) -> Client:
+        from mcp import Client, StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK's client, with its MCP timeouts
+
         spec = self.spec
         if isinstance(spec, StdioServer):
             assert self.log is not None, "a stdio server's log is opened before it starts"
@@ -319,6 +326,10 @@ class _Connection:
 
     def call(self, name: str, args: Mapping[str, Any]) -> str:
         """Call a tool; every failure is a :class:`ToolFailure` whose text the model reads."""
+        import anyio
+        from mcp import MCPError
+        from mcp import types as mcp_types
+
         if self._gone is not None:
             raise ToolFailure(self._gone_text(name))
         try:
@@ -341,6 +352,8 @@ class _Connection:
         return text
 
     async def _call(self, name: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
+        import anyio
+
         client = self._client
         if client is None or self._stop is None or self._stop.is_set():
             raise RuntimeError("the connection is closed")
@@ -467,6 +480,10 @@ def mcp_tools(
         if not seconds > 0:
             raise UsageError(f"{what} must be more than 0 seconds, not {seconds!r}")
     specs = [as_server(s) for s in servers]
+    try:
+        import anyio.from_thread
+    except ImportError as exc:  # the SDK brings anyio; without it the extra is missing
+        raise UsageError("shapeloop.mcp needs the 'mcp' extra: pip install 'shapeloop[mcp]'") from exc
     folder = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "shapeloop-mcp"
     stack = ExitStack()
     try:
@@ -575,6 +592,8 @@ def _without_null(spec: dict[str, Any]) -> dict[str, Any]:
 def render_result(result: mcp_types.CallToolResult) -> str:
     """A call's result as text: its text blocks; images, audio and resources as a short note each;
     the structured content as JSON where no text came with it."""
+    from mcp import types as mcp_types
+
     parts = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):
@@ -608,6 +627,8 @@ def _safe(label: str) -> str:
 
 def _describe(exc: BaseException, spec: ServerSpec) -> str:
     """What stopped a server, from the innermost errors of the SDK's (nested) exception groups."""
+    from mcp import MCPError
+
     leaves: list[BaseException] = []
     pending = [exc]
     while pending and len(leaves) < 8:
