@@ -73,6 +73,11 @@ REFUSED = [
         "own $defs",
         id="ref-into-a-definition",
     ),
+    pytest.param(
+        {"$schema": "http://json-schema.org/draft-03/schema#", "type": [{"$ref": "#/definitions/missing"}]},
+        "draft 3 schemas are not supported: write it in draft 2020-12 (or 7, 6, 4)",
+        id="draft-3",
+    ),
 ]
 
 

@@ -172,6 +172,8 @@ def _applied_problem(text: str, max_depth: int) -> str | None:
     nodes = _walk(schema, max_depth, len(text))
     assert isinstance(nodes, list), "the bounds were checked on the schema this text was written from"
     cls = jsonschema.validators.validator_for(schema)
+    if cls is jsonschema.Draft3Validator:  # referencing does not find draft 3's subschemas in type, disallow, extends
+        return "draft 3 schemas are not supported: write it in draft 2020-12 (or 7, 6, 4)"
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
