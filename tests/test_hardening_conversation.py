@@ -34,7 +34,7 @@ def steps(seen: list[list[Message]] | None = None) -> Callable[[Sequence[Message
 
     def step(messages: Sequence[Message], schema: object) -> str:
         last = messages[-1]["content"]
-        if last.startswith("Result of "):
+        if last.startswith(("Result of ", "Results of ")):  # one call's, a batch's
             return answer_step("Noted it: " + "done " * 15)
         if seen is not None:
             seen.append(list(messages[1:-1]))
@@ -356,4 +356,3 @@ def test_save_to_a_path_no_file_can_have_raises_the_transcript_error(
     assert os.listdir(tmp_path) == []  # no temporary file left
     with pytest.raises(TranscriptError, match=said):
         Conversation(ScriptedBrain([]), [], transcript_path=where)
-

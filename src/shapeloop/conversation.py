@@ -231,12 +231,12 @@ class Conversation:
         """Run one request, continuing the conversation; cut the history first where it is over budget.
 
         A run that raises (a brain's error) still leaves the request in the log and in the history,
-        with the calls it made and the error, so nothing it did is lost; the error is raised. A log
-        file that cannot be written (a full disk) leaves the request in the history and the log in
-        memory, and raises :class:`~shapeloop.TranscriptError` saying so. Ctrl-C
+        with the calls it made and the error, so nothing it did is lost; the error is raised. Ctrl-C
         during a request ends it as a turn that stopped ``interrupted`` (no error is raised: a chat
         goes on to the next request); the history then says so after its last message, since a call
-        it made may not have finished.
+        it made may not have finished. A log file that cannot be written (a full disk) leaves the
+        request in the history, the turns and :attr:`transcript`, stops writing the file, and raises
+        :class:`~shapeloop.TranscriptError` saying so.
 
         Raises:
             TypeError: a request that is not a string.
