@@ -287,7 +287,7 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
 
 def _transcript_problems(path: str) -> list[str]:
     """Why ``--transcript`` cannot be written, found without creating it (the command may still
-    exit before the run): what :func:`~shapeloop.run.open_jsonl` would refuse."""
+    exit before the run): what :func:`~shapeloop.jsonl.open_jsonl` would refuse."""
     why = None
     try:
         info = os.lstat(path)

@@ -16,7 +16,8 @@ from dataclasses import dataclass, fields
 from typing import IO, Any, ClassVar
 
 from shapeloop.brain import Finish, Usage
-from shapeloop.run import Mode, StopReason, open_jsonl
+from shapeloop.jsonl import open_jsonl
+from shapeloop.modes import Mode, StopReason
 from shapeloop.text import printable, to_json
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import ToolCall

@@ -1,4 +1,5 @@
-"""What a run is and how it ended: its modes, its stop reasons, its transcript and its record.
+"""What a run is and how it ended: its transcript and its record (with its modes and stop reasons,
+which live in :mod:`shapeloop.modes` and are re-exported here).
 
 These are the loop's types; they live beside it so that the events and the command line can use
 them without importing the loop.
@@ -6,12 +7,8 @@ them without importing the loop.
 
 from __future__ import annotations
 
-import enum
-import errno
-import fcntl
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,51 +16,15 @@ from typing import IO, TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
-from shapeloop.brain import Capabilities, Message, SchemaSupport, Usage
-from shapeloop.errors import TranscriptError
+from shapeloop.brain import Message, Usage
+from shapeloop.jsonl import check_path, unwritable, why_unwritable
+from shapeloop.jsonl import open_jsonl as open_jsonl  # re-exported: its home was here
+from shapeloop.modes import Mode, StopReason
+from shapeloop.modes import choose_mode as choose_mode  # re-exported: its home was here
 from shapeloop.text import to_json
 
 if TYPE_CHECKING:
     from shapeloop.events import Event
-
-
-class Mode(enum.StrEnum):
-    """How the run asked the model for steps."""
-
-    CONSTRAINED = "constrained"
-    """The step schema was enforced by the backend (a grammar or ``format``)."""
-    PROSE = "prose"
-    """The backend refused the schema; the step was read out of a prose reply."""
-    NATIVE = "native"
-    """The backend's own tool-calling API carried the calls."""
-
-
-class StopReason(enum.StrEnum):
-    """Why a run ended."""
-
-    ANSWERED = "answered"
-    MAX_STEPS = "max_steps"
-    STUCK = "stuck"
-    BARREN = "barren"
-    BACKEND_ERROR = "backend_error"
-    BUDGET = "budget"
-    INTERRUPTED = "interrupted"
-    ERROR = "error"
-    """The run raised (a failing tool acceptor, a brain's untranslated error); ``run_many`` keeps it
-    as this stop, the exception in ``reason``, rather than losing the batch."""
-
-
-def choose_mode(wanted: Mode, capabilities: Capabilities) -> tuple[Mode, str]:
-    """The mode a run starts in: the one wanted, or the nearest below it that the brain declares.
-
-    Returns the mode and, when it is not the one wanted, the reason (else an empty string).
-    """
-    mode, reason = wanted, ""
-    if mode is Mode.NATIVE and not capabilities.native_tools:
-        mode, reason = Mode.CONSTRAINED, "the backend has no native tool calls"
-    if mode is Mode.CONSTRAINED and capabilities.schema is SchemaSupport.NONE:
-        mode, reason = Mode.PROSE, "the backend cannot constrain a reply to a schema"
-    return mode, reason
 
 
 @dataclass(kw_only=True)
@@ -133,15 +94,15 @@ class Transcript:
                 name too long, or its folder is missing or cannot be written (or is full).
         """
         shown = os.fspath(path)
-        _check_path(shown)
+        check_path(shown)
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
-            raise _unwritable(shown, "it is a directory")
+            raise unwritable(shown, "it is a directory")
         try:
             fd, tmp = tempfile.mkstemp(prefix=".transcript-", suffix=".tmp", dir=folder)
         except OSError as exc:
             why = "its folder does not exist" if not os.path.isdir(folder) else exc.strerror
-            raise _unwritable(shown, why) from exc
+            raise unwritable(shown, why) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_jsonl())
@@ -149,7 +110,7 @@ class Transcript:
         except BaseException as exc:
             os.unlink(tmp)
             if isinstance(exc, OSError):
-                raise _unwritable(shown, _why(exc)) from exc
+                raise unwritable(shown, why_unwritable(exc)) from exc
             raise
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -157,68 +118,6 @@ class Transcript:
 
     def __len__(self) -> int:
         return len(self.entries)
-
-
-def open_jsonl(path: str | os.PathLike[str], *, exclusive: bool = False) -> IO[str]:
-    """Open ``path`` to append JSON Lines to, creating it; refuse a symlink, a folder, or anything
-    that is not a regular file, with a message saying what to pass instead.
-
-    Args:
-        path: the file.
-        exclusive: take the file's exclusive lock (``flock``), held until the file is closed or the
-            process ends; a file another open file holds locked is refused.
-
-    Raises:
-        TranscriptError: the path cannot be written, or (``exclusive``) another writer holds it.
-    """
-    shown = os.fspath(path)
-    _check_path(shown)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        raise _unwritable(shown, _why(exc)) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
-    if exclusive:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise TranscriptError(
-                f"cannot write a transcript to {shown!r}: another conversation or run is writing it (the file "
-                "is locked); close that one first (close(), or the end of its with block), or name another file"
-            ) from exc
-        except OSError:  # a file system without locks: the file is written unlocked, as before
-            pass
-    return os.fdopen(fd, "a", encoding="utf-8")
-
-
-def _check_path(shown: str) -> None:
-    """Refuse, before anything touches the disk, a path no file can have."""
-    why = (
-        "the path is empty" if not shown
-        else "it holds a NUL character" if "\0" in shown
-        else "it ends with a slash, as a folder's path does" if shown.endswith(("/", os.sep))
-        else None
-    )  # fmt: skip
-    if why is not None:
-        raise _unwritable(shown, why)
-
-
-def _why(exc: OSError) -> str | None:
-    """What an ``OSError`` of writing a transcript means, in words."""
-    said = {
-        errno.ELOOP: "it is a symlink",
-        errno.EISDIR: "it is a directory",
-        errno.ENAMETOOLONG: "its name is too long for the file system (give a shorter one)",
-    }
-    return said.get(exc.errno or 0, exc.strerror)
-
-
-def _unwritable(shown: str, why: str | None) -> TranscriptError:
-    return TranscriptError(f"cannot write a transcript to {shown!r}: {why}; name a file in a folder you can write")
 
 
 OutputT = TypeVar("OutputT", default=Any)

@@ -11,13 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from shapeloop.errors import ToolFailure
 from shapeloop.text import escape_surrogates
-
-if TYPE_CHECKING:
-    from shapeloop.workspace import Workspace
 
 MAX_FILES = 1000  # files searched at most
 MAX_DEPTH = 64  # folders below the one searched (os.fwalk recurses once per level)
@@ -37,6 +34,23 @@ _FUNCTION_WORDS = frozenset(
 Finder = Callable[[str], int]
 
 
+class Searchable(Protocol):
+    """What a search reads a folder through: :class:`~shapeloop.workspace.Workspace` is one (declared
+    here, so this module need not import the workspace that imports it)."""
+
+    def file_at(self, path: str) -> str | None:
+        """The regular file ``path`` names, relative to the root with symlinks resolved, or None."""
+        ...
+
+    def files_under(self, path: str, *, limit: int, depth: int) -> tuple[str, list[str], bool]:
+        """The folder as the root shows it, the files under it, and whether any were left out."""
+        ...
+
+    def read_start(self, path: str, length: int) -> tuple[str, bool]:
+        """Up to ``length`` bytes of a text file from its start, and whether that is all of it."""
+        ...
+
+
 @dataclass
 class _Found:  # filled in by _holding as it reads
     shown: list[str] = field(default_factory=list)
@@ -45,7 +59,7 @@ class _Found:  # filled in by _holding as it reads
 
 
 def search(
-    space: Workspace,
+    space: Searchable,
     text: str,
     path: str = ".",
     *,
@@ -102,7 +116,7 @@ def search(
     return "\n".join(([f"[{header}]"] if header else []) + found.shown + [summary])
 
 
-def _readable(space: Workspace, files: list[str], max_bytes: int) -> list[tuple[str, str, bool]]:
+def _readable(space: Searchable, files: list[str], max_bytes: int) -> list[tuple[str, str, bool]]:
     """Each file's name, its text (from the start) and whether that is all of it; not the files that
     cannot be read as text (binary, unreadable, with a second hard link, gone since)."""
     texts = []
