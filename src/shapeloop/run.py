@@ -19,8 +19,9 @@ from typing_extensions import TypeVar
 from shapeloop.brain import Message, Usage
 from shapeloop.jsonl import check_path, unwritable, why_unwritable
 from shapeloop.jsonl import open_jsonl as open_jsonl  # re-exported: its home was here
-from shapeloop.modes import Mode, StopReason
-from shapeloop.modes import choose_mode as choose_mode  # re-exported: its home was here
+from shapeloop.modes import Mode as Mode  # re-exported, as the next two: their home was here
+from shapeloop.modes import StopReason as StopReason
+from shapeloop.modes import choose_mode as choose_mode
 from shapeloop.text import to_json
 
 if TYPE_CHECKING:
