@@ -7,13 +7,28 @@ from typing import Any
 
 
 def tool_step(tool: str, reason: str = "next", **args: Any) -> str:
-    """A tool step as a model would write it."""
+    """A five-field tool step (a run with ``batch=False``) as a model would write it."""
     return json.dumps({"reason": reason, "action": "tool", "tool": tool, "args": args, "answer": ""})
 
 
 def answer_step(answer: str, reason: str = "done") -> str:
-    """An answer step as a model would write it."""
+    """A five-field answer step (a run with ``batch=False``) as a model would write it."""
     return json.dumps({"reason": reason, "action": "answer", "tool": "", "args": {}, "answer": answer})
+
+
+def call_step(tool: str, **args: Any) -> str:
+    """A step of the default (batch) shape making one call, as a model would write it."""
+    return calls_step((tool, args))
+
+
+def calls_step(*calls: tuple[str, dict[str, Any]]) -> str:
+    """A step of the default (batch) shape making these calls at once: ``{"calls": [...]}``."""
+    return json.dumps({"calls": [{"name": name, "arguments": args} for name, args in calls]})
+
+
+def lean_answer(answer: str) -> str:
+    """An answer step of the default (batch) shape: ``{"answer": ...}``."""
+    return json.dumps({"answer": answer})
 
 
 def need_model(name: str, *, fast: bool = False) -> None:

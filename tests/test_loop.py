@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from helpers import answer_step, tool_step
+from helpers import answer_step, call_step, lean_answer, tool_step
 from shapeloop import (
     BackendError,
     ContextOverflow,
@@ -71,13 +71,28 @@ def test_tool_then_answer_emits_events_in_this_exact_order() -> None:
 
 def test_tool_result_goes_back_as_the_next_user_turn() -> None:
     brain = ScriptedBrain([tool_step("lookup", key="colour"), answer_step("red")])
-    run_agent(brain, [lookup], "What colour?")
+    run_agent(brain, [lookup], "What colour?", batch=False)
     second = brain.asked[1].messages
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[-1]["content"].startswith('Result of lookup({"key": "colour"}):\nred\n\n')
     assert "The task:" not in second[-1]["content"]
     assert 'reply with action "answer"' in second[-1]["content"]
     assert "lookup(key): " in second[0]["content"] and "- key (string, required)" in second[0]["content"]
+
+
+def test_by_default_the_results_go_back_as_the_next_user_turn_and_the_functions_as_json() -> None:
+    brain = ScriptedBrain([call_step("lookup", key="colour"), lean_answer("red")])
+    run = run_agent(brain, [lookup], "What colour?")
+    assert run.answer == "red"
+    second = brain.asked[1].messages
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    results = 'Results of 1 call, in the order you made them:\n\n[1] lookup({"key": "colour"}):\nred'
+    assert second[-1]["content"].startswith(results)
+    assert 'reply with {"answer": "..."} now' in second[-1]["content"]
+    assert second[0]["content"].startswith("You can call these functions:\n" + json.dumps(
+        {"name": "lookup", "description": "Look a key up."}
+    )[:-1])  # fmt: skip
+    assert "lookup(key): " not in second[0]["content"] and '"reason"' not in second[0]["content"]
 
 
 def test_every_sink_gets_every_event() -> None:
@@ -88,15 +103,19 @@ def test_every_sink_gets_every_event() -> None:
 
 
 def test_constrained_mode_sends_the_per_tool_schema() -> None:
-    brain = ScriptedBrain([answer_step("x")])
+    brain = ScriptedBrain([lean_answer("x")])
     run = run_agent(brain, [lookup], "t")
+    assert brain.asked[0].schema == step_schema([lookup], batch=True)
+    assert run.mode is Mode.CONSTRAINED
+    brain = ScriptedBrain([answer_step("x")])
+    run = run_agent(brain, [lookup], "t", batch=False)
     assert brain.asked[0].schema == step_schema([lookup])
     assert run.mode is Mode.CONSTRAINED
 
 
 def test_flat_schema_on_request() -> None:
     brain = ScriptedBrain([answer_step("x")])
-    run_agent(brain, [lookup], "t", schema="flat")
+    run_agent(brain, [lookup], "t", schema="flat", batch=False)
     assert brain.asked[0].schema is not None and "anyOf" not in brain.asked[0].schema
 
 
@@ -172,7 +191,7 @@ def test_a_typed_answer_is_never_held_so_the_retry_can_still_answer() -> None:
     cut = Reply(text='{"reason": "r", "action": "answer", "tool": "", "args": {}, "answer": "' + "a" * 240,
                 finish=Finish.LENGTH)  # fmt: skip
     brain = ScriptedBrain([cut, answer_step("b" * 200)])
-    run = run_agent(brain, [lookup], "t", output_type=typed)
+    run = run_agent(brain, [lookup], "t", output_type=typed, batch=False)
     assert run.ok
     answer = next(v for v in brain.asked[1].schema["anyOf"] if v["properties"]["action"] == {"const": "answer"})
     assert "maxLength" not in answer["properties"]["answer"]
@@ -237,7 +256,7 @@ def test_backend_errors_stop_the_run_with_their_message() -> None:
 
 def test_identical_call_with_identical_result_is_named_as_a_repeat_then_stops_as_stuck() -> None:
     brain = ScriptedBrain([tool_step("lookup", key="colour")] * 5)
-    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    run = run_agent(brain, [lookup], "t", stuck_limit=2, batch=False)
     results = [e for e in run.events if isinstance(e, ToolReturned)]
     assert [r.status for r in results] == [ToolStatus.OK, ToolStatus.REPEAT, ToolStatus.REPEAT]
     assert run.stop is StopReason.STUCK and run.steps == 3
@@ -246,6 +265,19 @@ def test_identical_call_with_identical_result_is_named_as_a_repeat_then_stops_as
     # the plain loop names the repeat and its count; the step still offers the tool and the answer
     assert "same call 2 times" in note and "Calling it again will not help" in note
     assert _actions(brain.asked[2].schema) == ["tool", "answer"]
+    assert [e.times for e in run.events if isinstance(e, RepeatNoticed)] == [2]
+
+
+def test_by_default_too_an_identical_call_is_named_as_a_repeat_then_stops_as_stuck() -> None:
+    brain = ScriptedBrain([call_step("lookup", key="colour")] * 5)
+    run = run_agent(brain, [lookup], "t", stuck_limit=2)
+    results = [e for e in run.events if isinstance(e, ToolReturned)]
+    assert [r.status for r in results] == [ToolStatus.OK, ToolStatus.REPEAT, ToolStatus.REPEAT]
+    assert run.stop is StopReason.STUCK and run.steps == 3
+    assert 'lookup({"key": "colour"}) was called 3 times' in run.reason
+    note = brain.asked[2].messages[-1]["content"]
+    assert "you made this same call 2 times and got this same result each time" in note
+    assert [list(v["properties"]) for v in brain.asked[2].schema["anyOf"]] == [["calls"], ["answer"]]
     assert [e.times for e in run.events if isinstance(e, RepeatNoticed)] == [2]
 
 
@@ -334,7 +366,7 @@ def test_a_scripted_function_receives_the_request_with_plain_dict_messages() -> 
         seen.append(request)
         return answer_step(f"{len(request.messages)} messages")
 
-    run = run_agent(ScriptedBrain(fn), [], "count")
+    run = run_agent(ScriptedBrain(fn), [], "count", batch=False)
     assert run.answer == "2 messages"
     assert seen[0].messages[1] == {"role": "user", "content": "count"}
     assert seen[0].schema == step_schema([]) and seen[0].tools is None
@@ -345,10 +377,10 @@ def test_a_plain_callable_is_a_brain_and_gets_the_schema() -> None:
 
     def fn(messages: list[Message], schema: object) -> str:
         schemas.append(schema)
-        return answer_step("plain")
+        return lean_answer("plain")
 
     run = run_agent(fn, [], "t")
-    assert run.answer == "plain" and schemas == [step_schema([])]
+    assert run.answer == "plain" and schemas == [step_schema([], batch=True)]
 
 
 def test_an_object_with_an_old_style_ask_is_refused_with_what_to_do() -> None:
@@ -583,6 +615,6 @@ def test_a_file_that_names_another_keeps_read_file_offered_after_a_repeat(tmp_pa
     steps = [tool_step("read_file", path="a.txt"), tool_step("read_file", path="a.txt"),
              tool_step("read_file", path="b.txt"), tool_step("read_file", path="c.txt"), answer_step("42")]  # fmt: skip
     brain = ScriptedBrain(steps)
-    run = run_agent(brain, [workspace_tools(tmp_path)[0]], "Follow a.txt to the answer.")
+    run = run_agent(brain, [workspace_tools(tmp_path)[0]], "Follow a.txt to the answer.", batch=False)
     assert run.answer == "42"
     assert _variant_tools(brain.asked[3].schema) == {"read_file"}  # not held: it is the offered tool
