@@ -92,6 +92,18 @@ def test_an_entry_of_the_wrong_shape_is_refused_at_resume_naming_its_line_and_fi
     assert "fix or remove the line" in str(raised.value)
 
 
+@pytest.mark.parametrize("cut", [{"request": 99, "requests": {}}, {"request": 0, "requests": {"99": []}}])
+def test_a_cut_of_a_request_the_log_has_not_opened_is_refused_naming_its_line(
+    tmp_path: Path, cut: dict[str, Any]
+) -> None:
+    path = tmp_path / "log.jsonl"
+    entries = [*a_log(path, requests=1), {"type": "cut", "level": 1, "markers": [], **cut}]
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries), encoding="utf-8")
+    said = rf"line {len(entries)}: a 'cut' entry .*\(it cuts a request past the 1 the log has opened so far\)"
+    with pytest.raises(ValueError, match=said):
+        Conversation.resume(path, chatty(), [note], policies=())
+
+
 def test_an_entry_of_a_type_a_log_does_not_hold_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     entries = a_log(path, requests=1)
