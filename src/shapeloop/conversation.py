@@ -299,7 +299,12 @@ class Conversation:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the conversation's log as JSON Lines (atomically), for :meth:`resume`. Saving onto
-        the conversation's own ``transcript_path`` leaves it as it is: it holds every entry already."""
+        the conversation's own ``transcript_path`` leaves it as it is: it holds every entry already.
+
+        Raises:
+            TranscriptError: a path no file can have (empty, ending in a slash, a name too long, a
+                NUL), a directory, or a folder that is missing, cannot be written or is full.
+        """
         if self._stream is not None and _same_file(path, self._stream):
             return
         Transcript(entries=list(self.transcript.entries)).write(path)
