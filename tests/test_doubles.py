@@ -44,9 +44,22 @@ def test_native_mode_calls_each_tool_then_answers_in_text() -> None:
 
 
 def test_flat_schema_and_prose_get_the_answer_at_once() -> None:
-    for options in ({"schema": "flat"}, {"mode": "prose"}):
+    # a flat schema under the default (batch) step opens the calls' names: the brain calls no tool "a"
+    for options in ({"schema": "flat"}, {"mode": "prose"}, {"schema": "flat", "batch": False}):
         run = run_agent(TestBrain(answer="42"), [look], "t", **options)  # type: ignore[arg-type]
         assert run.ok and run.answer == "42" and run.steps == 1
+        assert not [e for e in run.events if isinstance(e, ToolReturned)]
+
+
+def test_in_either_step_shape_its_own_answer_comes_after_the_calls_or_at_once_without_tools() -> None:
+    for batch in (True, False):
+        run = run_agent(TestBrain(answer="all done"), [look], "Go.", batch=batch)
+        assert [e.call.tool for e in run.events if isinstance(e, ToolReturned)] == ["look"]
+        assert run.ok and run.answer == "all done" and run.steps == 2
+        run = run_agent(TestBrain(answer="42"), [], "t", batch=batch)
+        assert run.ok and run.answer == "42" and run.steps == 1
+    step = json.loads(TestBrain().ask(Request(messages=[], schema=step_schema([look, move], batch=True))).text)
+    assert step == {"calls": [{"name": "look", "arguments": {}}]}
 
 
 def test_any_schema_gets_a_valid_value() -> None:

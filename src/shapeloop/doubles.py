@@ -23,11 +23,11 @@ class TestBrain(BaseBrain):
 
     The n-th reply of a conversation (n counts the assistant turns already in it) takes the n-th
     variant of a top-level ``anyOf`` (cycling), so a run's per-tool step schema gets each tool
-    called once, then the answer; a batch step (``{"calls": [...]}``) calls the n-th tool alone,
-    one a step, then answers. Strings are ``"a"`` (as long as ``minLength`` asks), numbers
-    their minimum or 0, and arrays and objects as small as the schema allows. A flat step schema,
-    or a request with no schema, gets the answer at once; native tools are called one per reply,
-    then the answer comes as text.
+    called once, then the answer; a batch step (``{"calls": [...]}``, the default) calls the n-th
+    tool alone, one a step, then answers (a typed answer as its schema asks). Strings are ``"a"``
+    (as long as ``minLength`` asks), numbers their minimum or 0, and arrays and objects as small as
+    the schema allows. A flat step schema, or a request with no schema, gets the answer at once;
+    native tools are called one per reply, then the answer comes as text.
 
     Args:
         answer: the text of the final answer.
@@ -63,14 +63,29 @@ class TestBrain(BaseBrain):
         call = ToolCall(tool=function["name"], args=args)
         return Reply(text="", applied=Constraint.TOOLS, engine="test", tool_calls=(call,))
 
+    def _batch_step(
+        self, schema: Mapping[str, Any], calls: list[Mapping[str, Any]], answer: Mapping[str, Any] | None, turn: int
+    ) -> dict[str, Any]:
+        """The n-th tool called alone, then the answer: this brain's text, or a typed answer as its
+        schema asks. Calls that name no tool (a flat schema's) are not made: it answers at once."""
+        defs = schema.get("$defs", {})
+        named = any("const" in ((c.get("properties") or {}).get("name") or {}) for c in calls)
+        if named and (turn < len(calls) or answer is None):
+            return {"calls": [write_value({**calls[turn % len(calls)], "$defs": defs})]}
+        if answer is None:
+            return {"calls": [write_value({**calls[0], "$defs": defs})]}
+        step = write_value({**answer, "$defs": defs})
+        if isinstance(step.get("answer"), str):
+            mine = {**step, "answer": self.answer}
+            step = mine if jsonschema.Draft202012Validator({**answer, "$defs": defs}).is_valid(mine) else step
+        return dict(step)
+
     def _value(self, schema: Mapping[str, Any], turn: int) -> Any:
-        batch = _batch_calls(schema)
+        batch = _batch_parts(schema)
         if batch is not None:
-            calls, answer = batch
-            value = {"calls": [write_value({**calls[turn], "$defs": schema.get("$defs", {})})]} if turn < len(calls) \
-                else {"answer": self.answer} if answer else {"calls": [write_value(calls[0])]}
-            jsonschema.validate(value, schema)
-            return value
+            step = self._batch_step(schema, *batch, turn)
+            jsonschema.validate(step, schema)
+            return step
         variants = schema.get("anyOf") or schema.get("oneOf")
         chosen: Mapping[str, Any] = schema
         if isinstance(variants, list) and variants:
@@ -84,19 +99,22 @@ class TestBrain(BaseBrain):
         return value
 
 
-def _batch_calls(schema: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], bool] | None:
-    """A batch step schema's call variants (one per tool) and whether it may answer with text, or None
-    for any other schema."""
+def _batch_parts(schema: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None] | None:
+    """A batch step schema's call variants that name a tool (one per tool; the open calls of a flat
+    schema name none) and its answer variant (None where the step may not answer), or None for any
+    other schema."""
     variants = schema.get("anyOf")
-    if not isinstance(variants, list):
+    steps = [v for v in variants if isinstance(v, Mapping)] if isinstance(variants, list) else [schema]
+    lean = [v for v in steps if list(v.get("properties") or {}) in (["calls"], ["answer"])]
+    if not lean or len(lean) != len(steps):
         return None
-    calls = [v["properties"]["calls"] for v in variants if "calls" in (v.get("properties") or {})]
-    if len(calls) != 1 or not isinstance(calls[0].get("items"), Mapping):
+    items = [v["properties"]["calls"].get("items") for v in lean if "calls" in v["properties"]]
+    if len(items) > 1 or not all(isinstance(i, Mapping) for i in items):
         return None
-    items = calls[0]["items"]
-    answers = [v for v in variants if list(v.get("properties") or {}) == ["answer"]]
-    text = bool(answers) and answers[0]["properties"]["answer"].get("type") == "string"
-    return list(items.get("anyOf") or [items]), text
+    calls = [c for i in items for c in (i.get("anyOf") or [i])]
+    named = [c for c in calls if "const" in ((c.get("properties") or {}).get("name") or {})]
+    answers = [v for v in lean if "answer" in v["properties"]]
+    return named or calls, answers[0] if answers else None
 
 
 def _answers(schema: Mapping[str, Any]) -> bool:
