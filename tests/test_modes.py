@@ -32,11 +32,15 @@ def test_native_mode_runs_native_calls_and_takes_text_as_the_answer() -> None:
     assert run.ok and run.answer == "It is red." and run.mode is Mode.NATIVE and run.steps == 2
     assert brain.asked[0].tools == [lookup.spec()]
     assert brain.asked[0].tools[0]["function"]["name"] == "lookup"
-    # the call is kept in the record in the step's shape
-    assert '"tool": "lookup"' in brain.asked[1].messages[2]["content"]
+    # the call is kept in the record in the step's shape: by default the calls step
+    assert brain.asked[1].messages[2]["content"] == '{"calls": [{"name": "lookup", "arguments": {"key": "colour"}}]}'
     assert [e.kind for e in run.events] == [
         "step", "reply", "thought", "tool_call", "tool_result", "step", "reply", "thought", "answer", "stop",
     ]  # fmt: skip
+    brain = ScriptedBrain([native_call("lookup", key="colour"), Reply(text="It is red.")], capabilities=NATIVE)
+    run = run_agent(brain, [lookup], "Colour?", mode="native", batch=False)
+    assert run.ok and run.answer == "It is red." and run.steps == 2
+    assert '"tool": "lookup"' in brain.asked[1].messages[2]["content"]  # the five-field step's shape
 
 
 def test_native_mode_steps_down_when_the_backend_has_no_tool_api() -> None:
@@ -69,7 +73,9 @@ def test_loop_behaviours_hold_in_native_mode() -> None:
     script = [native_call("act", what="x"), native_call("lookup", key="k"), native_call("lookup", key="k"),
               Reply(text="nope"), Reply(text="red")]  # fmt: skip
     brain = ScriptedBrain(script, capabilities=NATIVE)
-    run = run_agent(brain, [lookup, act], "t", mode="native", accept_answer=lambda a: a == "red" or "wrong")
+    run = run_agent(
+        brain, [lookup, act], "t", mode="native", accept_answer=lambda a: a == "red" or "wrong", batch=False
+    )
     statuses = [e.status for e in run.events if isinstance(e, ToolReturned)]
     assert statuses == [ToolStatus.DENIED, ToolStatus.OK, ToolStatus.REPEAT]
     assert run.ok and run.answer == "red" and "rejection" in [e.kind for e in run.events]
