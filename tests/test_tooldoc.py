@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from helpers import answer_step
+from helpers import answer_step, lean_answer
 from shapeloop import ScriptedBrain, Tool, run_agent, tool
 from shapeloop.prompts import system_prompt
 from shapeloop.tooldoc import outline, render_tools
@@ -126,5 +126,10 @@ def test_the_system_prompt_carries_every_tools_documentation_and_an_answer_only_
 
 def test_the_model_is_asked_with_the_documentation() -> None:
     brain = ScriptedBrain([answer_step("done")])
-    run_agent(brain, [roots], "Roots of x^2 - 1?")
+    run_agent(brain, [roots], "Roots of x^2 - 1?", batch=False)
     assert 'default "all"' in brain.asked[0].messages[0]["content"]
+    # the default step gives the functions as JSON, the documentation with them
+    brain = ScriptedBrain([lean_answer("done")])
+    run_agent(brain, [roots], "Roots of x^2 - 1?")
+    assert render_tools([roots], "json") in brain.asked[0].messages[0]["content"]
+    assert '"default": "all"' in brain.asked[0].messages[0]["content"]

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from helpers import answer_step, tool_step
+from helpers import answer_step, call_step, lean_answer, tool_step
 from shapeloop import ScriptedBrain, StopReason, Tool, ToolCall, ToolStatus, run_agent, tool
 from shapeloop.events import ToolReturned
 from shapeloop.toolbox import Toolbox, truncate
@@ -155,11 +155,19 @@ def test_deny_wins_over_allow_and_a_denied_tool_is_neither_advertised_nor_run() 
         return "s"
 
     brain = ScriptedBrain([tool_step("secret"), answer_step("d")])
-    run = run_agent(brain, [add, secret], "t", allow_tools=["add", "secret"], deny_tools=["secret"])
+    run = run_agent(brain, [add, secret], "t", allow_tools=["add", "secret"], deny_tools=["secret"], batch=False)
     assert ran == []
     assert results(run)[0].status is ToolStatus.DENIED and "not permitted" in results(run)[0].text
     system = brain.asked[0].messages[0]["content"]
     assert "secret" not in system and "add(" in system
+    assert "secret" not in str(brain.asked[0].schema)
+    # the default step: the functions as JSON
+    brain = ScriptedBrain([call_step("secret"), lean_answer("d")])
+    run = run_agent(brain, [add, secret], "t", allow_tools=["add", "secret"], deny_tools=["secret"])
+    assert ran == []
+    assert results(run)[0].status is ToolStatus.DENIED and "not permitted" in results(run)[0].text
+    system = brain.asked[0].messages[0]["content"]
+    assert "secret" not in system and '"name": "add"' in system
     assert "secret" not in str(brain.asked[0].schema)
 
 
