@@ -205,6 +205,25 @@ def test_checking_the_arguments_counts_inside_the_runs_max_seconds() -> None:
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
 
 
+def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
+    ran: list[str] = []
+
+    def slow(word: str) -> str:
+        time.sleep(0.4)
+        ran.append(word)
+        return "done"
+
+    passes = {"type": "string", "pattern": "^(?:[a-z]?){1500}$"}  # about 0.45 s on 200 characters
+    checked = Tool(
+        name="checked", description="d", fn=slow,
+        parameters={"type": "object", "properties": {"word": passes}, "required": ["word"]},
+    )  # fmt: skip
+    box = Toolbox([checked], timeout=0.6, limits=Limits(pattern_seconds=5))
+    result = box.run(ToolCall(tool="checked", args={"word": "a" * 200}))
+    assert result.status is ToolStatus.ERROR and ran == []  # 0.4 s of sleep did not fit in what the check left
+    assert "ERROR: checked timed out after 0.6 s (tool_timeout)" in result.text or "did not run" in result.text
+
+
 class Lazy:
     """A return value whose text takes long to make (a lazy object's ``__str__``)."""
 

@@ -156,12 +156,17 @@ def schema_problem(schema: Mapping[str, Any], limits: Limits) -> str | None:
     if isinstance(nodes, str):
         return nodes
     try:
-        text = json.dumps(schema, default=str)
+        text = json.dumps(schema, default=_plain)
     except (ValueError, TypeError, RecursionError) as exc:
         return f"it is not plain JSON ({exc})"
     if len(text) > limits.max_schema_chars:
         return too_long
     return _applied_problem(text, limits.max_schema_depth)
+
+
+def _plain(value: Any) -> Any:
+    """A mapping that is not a dict (a ``MappingProxyType``) as a dict; anything else as its text."""
+    return dict(value) if isinstance(value, Mapping) else str(value)
 
 
 @functools.lru_cache(maxsize=64)
