@@ -26,8 +26,8 @@ def calls_step(*calls: tuple[str, dict[str, Any]]) -> str:
     return json.dumps({"calls": [{"name": name, "arguments": args} for name, args in calls]})
 
 
-def lean_answer(answer: str) -> str:
-    """An answer step of the default (batch) shape: ``{"answer": ...}``."""
+def lean_answer(answer: Any) -> str:
+    """An answer step of the default (batch) shape: ``{"answer": ...}`` (text, or a typed answer's value)."""
     return json.dumps({"answer": answer})
 
 

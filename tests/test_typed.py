@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic takes typing.TypedDict only from Python 3.12
 
-from helpers import tool_step
+from helpers import call_step, lean_answer, tool_step
 from shapeloop import Capabilities, Mode, Reply, ScriptedBrain, StopReason, ToolCall, run_agent, step_schema, tool
 from shapeloop.cli import main
 from shapeloop.events import AnswerRejected
@@ -123,12 +123,25 @@ def test_each_kind_of_output_type_gives_the_object_and_its_json(output_type: Any
 
 def test_constrained_mode_sends_the_typed_schema_and_prompts_with_it() -> None:
     brain = ScriptedBrain([tool_step("read_file", path="todo.txt"), answer(GOOD_TODO)])
-    run = run_agent(brain, [read_file], "Extract the todo.", output_type=Todo)
+    run = run_agent(brain, [read_file], "Extract the todo.", output_type=Todo, batch=False)
     assert run.ok and run.mode is Mode.CONSTRAINED
     assert isinstance(run.output, Todo) and run.output.items[0].due == datetime.date(2026, 12, 1)
     sent = brain.asked[0].schema
     assert sent == step_schema([read_file], answer_schema=Todo.model_json_schema())
     system = brain.asked[0].messages[0]["content"]
+    assert '"answer" is not text' in system and '"priority":{"$ref":"#/$defs/Priority"}' in system
+
+
+def test_by_default_the_calls_step_sends_the_typed_schema_and_prompts_with_it() -> None:
+    brain = ScriptedBrain([call_step("read_file", path="todo.txt"), lean_answer(GOOD_TODO)])
+    run = run_agent(brain, [read_file], "Extract the todo.", output_type=Todo)
+    assert run.ok and run.mode is Mode.CONSTRAINED
+    assert isinstance(run.output, Todo) and run.output.items[0].due == datetime.date(2026, 12, 1)
+    sent = brain.asked[0].schema
+    assert sent == step_schema([read_file], answer_schema=Todo.model_json_schema(), batch=True)
+    assert [list(v["properties"]) for v in sent["anyOf"]] == [["calls"], ["answer"]]
+    system = brain.asked[0].messages[0]["content"]
+    assert system.startswith("You can call these functions:")
     assert '"answer" is not text' in system and '"priority":{"$ref":"#/$defs/Priority"}' in system
 
 
@@ -272,13 +285,13 @@ def test_the_openai_compatible_backend_sends_the_typed_schema_as_response_format
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.read()))
-        content = answer({"name": "teal", "hex": "#008080"})
+        content = lean_answer({"name": "teal", "hex": "#008080"})
         return httpx.Response(200, json={"choices": [{"message": {"content": content}, "finish_reason": "stop"}]})
 
     with OpenAIBrain("m", transport=httpx.MockTransport(handler)) as brain:
         run = run_agent(brain, [read_file], "Colour?", output_type=Colour)
     assert run.output == {"name": "teal", "hex": "#008080"}
-    expected = step_schema([read_file], answer_schema=schema_of(Colour))
+    expected = step_schema([read_file], answer_schema=schema_of(Colour), batch=True)  # the default step
     assert sent[0]["response_format"]["json_schema"]["schema"] == expected
 
 
@@ -288,10 +301,11 @@ def test_the_ollama_backend_sends_the_typed_schema_as_format() -> None:
     from shapeloop.backends.ollama import OllamaBrain
 
     with running() as server:
-        server.script = [{"content": answer(GOOD_TODO)}]
+        server.script = [{"content": lean_answer(GOOD_TODO)}]
         run = run_agent(OllamaBrain("m", host=server.url), [read_file], "Extract.", output_type=Todo)
         assert run.output == Todo.model_validate(GOOD_TODO)
-        assert server.requests[0]["format"] == step_schema([read_file], answer_schema=Todo.model_json_schema())
+        expected = step_schema([read_file], answer_schema=Todo.model_json_schema(), batch=True)  # the default step
+        assert server.requests[0]["format"] == expected
 
 
 def schema_of(output_type: Any) -> dict[str, Any]:
@@ -311,12 +325,15 @@ def test_the_runs_plain_data_holds_the_output_as_json_or_the_text() -> None:
 def test_a_brain_of_flat_schemas_gets_open_arguments_and_the_typed_answer() -> None:
     from shapeloop import SchemaSupport
 
-    brain = ScriptedBrain([answer(GOOD_TODO)], capabilities=Capabilities(schema=SchemaSupport.FLAT))
-    run = run_agent(brain, [read_file], "Extract.", output_type=Todo)
-    assert run.output == Todo.model_validate(GOOD_TODO)
-    assert (
-        brain.asked[0].schema == fallback_schemas(step_schema([read_file], answer_schema=Todo.model_json_schema()))[0]
-    )
+    for batch, reply in ((True, lean_answer(GOOD_TODO)), (False, answer(GOOD_TODO))):
+        brain = ScriptedBrain([reply], capabilities=Capabilities(schema=SchemaSupport.FLAT))
+        run = run_agent(brain, [read_file], "Extract.", output_type=Todo, batch=batch)
+        assert run.output == Todo.model_validate(GOOD_TODO)
+        full = step_schema([read_file], answer_schema=Todo.model_json_schema(), batch=batch)
+        assert brain.asked[0].schema == fallback_schemas(full)[0]
+        # the arguments are opened (a flat backend takes no per-tool variants), the typed answer kept
+        assert '"const": "read_file"' not in json.dumps(brain.asked[0].schema)
+        assert '"priority"' in json.dumps(brain.asked[0].schema)
 
 
 def test_the_test_brain_writes_a_valid_typed_answer_for_the_callers_acceptor() -> None:
