@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import answer_step, tool_step
+from helpers import answer_step, call_step, lean_answer, tool_step
 from shapeloop import Capabilities, ScriptedBrain, run_agent, tool
 from shapeloop.events import AnswerRejected, CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.policies import (
@@ -45,8 +45,11 @@ def send_mail(to: str, text: str) -> str:
 
 
 def _actions(schema: Any) -> list[str]:
+    """What a step may do, in either step shape: "tool" (a five-field tool step, or calls) and "answer"."""
     variants = schema.get("anyOf", [schema])
-    return sorted({v["properties"]["action"].get("const", "") for v in variants}, key=["tool", "answer"].index)
+    actions = {v["properties"]["action"].get("const", "") if "action" in v["properties"]
+               else "tool" if "calls" in v["properties"] else "answer" for v in variants}  # fmt: skip
+    return sorted(actions, key=["tool", "answer"].index)
 
 
 class ScoringBrain(ScriptedBrain):
@@ -80,7 +83,7 @@ def test_no_policies_is_the_plain_loop_and_the_run_says_so() -> None:
 
 def test_fit_floor_answers_at_the_first_step_where_no_tool_fits_and_says_why() -> None:
     brain = ScoringBrain([answer_step("Lima.")])
-    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()], batch=False)
     assert run.ok and _actions(brain.asked[0].schema) == ["answer"]
     [event] = _policy_events(run)
     assert (event.policy, event.hook, event.change) == ("fit-floor", "shape_step", "answer only")
@@ -90,14 +93,30 @@ def test_fit_floor_answers_at_the_first_step_where_no_tool_fits_and_says_why() -
 
 def test_fit_floor_leaves_a_fitting_task_alone_and_judges_only_the_first_step() -> None:
     brain = ScoringBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
-    run = run_agent(brain, [get_weather], "What is the weather in Oslo?", policies=[FitFloor()])
+    run = run_agent(brain, [get_weather], "What is the weather in Oslo?", policies=[FitFloor()], batch=False)
     assert run.ok and _policy_events(run) == []
     assert _actions(brain.asked[0].schema) == ["tool", "answer"]
     scored = len(brain.scored)
     assert scored == 4, "3N+1 evaluations for N tools, at the first step only"
     # the same policy object serves a second run afresh
     brain = ScoringBrain([answer_step("Lima.")])
-    assert run_agent(brain, [get_weather], "Capital of Peru?", policies=[FitFloor()]).interventions == {"fit-floor": 1}
+    run = run_agent(brain, [get_weather], "Capital of Peru?", policies=[FitFloor()], batch=False)
+    assert run.interventions == {"fit-floor": 1}
+
+
+def test_fit_floor_in_the_default_calls_step_answers_where_no_tool_fits_and_leaves_a_fitting_task_alone() -> None:
+    brain = ScoringBrain([lean_answer("Lima.")])
+    run = run_agent(brain, [get_weather], "What is the capital of Peru?", policies=[FitFloor()])
+    assert run.ok and brain.asked[0].schema == {
+        "type": "object", "properties": {"answer": {"type": "string", "minLength": 1}},
+        "required": ["answer"], "additionalProperties": False,
+    }  # fmt: skip
+    [event] = _policy_events(run)
+    assert (event.policy, event.hook, event.change) == ("fit-floor", "shape_step", "answer only")
+    brain = ScoringBrain([call_step("get_weather", city="Oslo"), lean_answer("Rain.")])
+    run = run_agent(brain, [get_weather], "What is the weather in Oslo?", policies=[FitFloor()])
+    assert run.ok and _policy_events(run) == [] and len(brain.scored) == 4
+    assert [list(v["properties"]) for v in brain.asked[0].schema["anyOf"]] == [["calls"], ["answer"]]
 
 
 def test_fit_floor_scores_only_the_opening_of_a_long_request() -> None:
@@ -255,11 +274,12 @@ def test_shapes_combine_the_tools_every_policy_offers_and_answer_only_wins() -> 
             return StepShape(reason="kept", tools=self.names, answer="never")
 
     brain = ScriptedBrain([answer_step("x")] * 3)
-    run_agent(brain, [get_weather, send_mail], "t", policies=[Only("get_weather", "send_mail"), Only("get_weather")])
+    policies = [Only("get_weather", "send_mail"), Only("get_weather")]
+    run_agent(brain, [get_weather, send_mail], "t", policies=policies, batch=False)
     variants = brain.asked[0].schema.get("anyOf", [brain.asked[0].schema])
     assert [v["properties"]["tool"].get("const") for v in variants] == ["get_weather"]
     brain = ScriptedBrain([answer_step("x")])
-    run_agent(brain, [get_weather], "t", policies=[Only("get_weather"), Only("nothing")])
+    run_agent(brain, [get_weather], "t", policies=[Only("get_weather"), Only("nothing")], batch=False)
     assert _actions(brain.asked[0].schema) == ["answer"], "a step left no tool may always answer"
 
 
@@ -269,11 +289,18 @@ def test_a_step_a_policy_makes_call_may_still_answer_at_the_run_s_last_step() ->
             return StepShape(reason="keep going", answer="never")
 
     brain = ScriptedBrain([tool_step("get_weather", city="Oslo"), answer_step("Rain.")])
-    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[Calls()], max_steps=2)
+    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[Calls()], max_steps=2, batch=False)
     assert run.answer == "Rain."
     assert _actions(brain.asked[0].schema) == ["tool"], "before the last step the policy holds"
     assert _actions(brain.asked[1].schema) == ["tool", "answer"], "made to call there, the run would end unanswered"
     assert [e.change for e in _policy_events(run)] == ["no answer", "no change"], "the event says what it changed"
+    # the default step: calls only, then calls or an answer
+    brain = ScriptedBrain([call_step("get_weather", city="Oslo"), lean_answer("Rain.")])
+    run = run_agent(brain, [get_weather], "Weather in Oslo?", policies=[Calls()], max_steps=2)
+    assert run.answer == "Rain."
+    assert list(brain.asked[0].schema["properties"]) == ["calls"], "before the last step the policy holds"
+    assert [list(v["properties"]) for v in brain.asked[1].schema["anyOf"]] == [["calls"], ["answer"]]
+    assert [e.change for e in _policy_events(run)] == ["no answer", "no change"]
 
 
 def test_resolve_reads_presets_and_names_and_refuses_an_unknown_name_listing_the_choices() -> None:
@@ -456,7 +483,7 @@ def _looked_up(*between: str) -> list[str]:
 
 def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_failed_call_made_again() -> None:
     brain = ScriptedBrain(_looked_up())
-    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()], batch=False)
     assert run.answer == "150.75"
     assert brain.asked[0].messages[-1]["content"] == "Price of Zeta Corp?", "a first step is the plain loop's"
     note = brain.asked[1].messages[-1]["content"]
@@ -473,16 +500,33 @@ def test_lookup_hint_names_the_function_that_gives_what_failed_and_has_the_faile
     assert "named symbol_of" in events[0].reason
 
 
+def test_lookup_hint_in_the_default_calls_step_names_the_lookup_then_has_the_failed_call_made_again() -> None:
+    brain = ScriptedBrain([
+        call_step("stock_price", symbol="Zeta Corp"), call_step("symbol_of", company="Zeta Corp"),
+        call_step("stock_price", symbol="ZETA"), lean_answer("150.75"),
+    ])  # fmt: skip
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()])
+    assert run.answer == "150.75"
+    assert brain.asked[0].messages[-1]["content"] == "Price of Zeta Corp?", "a first step is the plain loop's"
+    note = brain.asked[1].messages[-1]["content"]
+    assert "symbol_of(company: string)" in note and "remove_from_watchlist" not in note, note
+    assert list(brain.asked[1].schema["properties"]) == ["calls"], "the step after the failure must call"
+    assert "call stock_price again" in brain.asked[2].messages[-1]["content"]
+    assert list(brain.asked[2].schema["properties"]) == ["calls"]
+    assert _actions(brain.asked[3].schema) == ["tool", "answer"], "after the call is made again, the step is free"
+    assert run.interventions == {"lookup-hint": 2}
+
+
 def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> None:
     brain = ScriptedBrain([tool_step("account_balance"), answer_step("1000.00")])
-    run = run_agent(brain, DESK, "My balance?", policies=[LookupHint()])
+    run = run_agent(brain, DESK, "My balance?", policies=[LookupHint()], batch=False)
     assert run.interventions == {} and _actions(brain.asked[1].schema) == ["tool", "answer"]
     brain = ScriptedBrain([
         tool_step("stock_price", symbol="Zeta Corp"),
         tool_step("stock_price", symbol="Zeta"),  # fixed its own way, failed again
         answer_step("I could not find it."),
     ])  # fmt: skip
-    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=True)])
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=True)], batch=False)
     assert run.answer == "I could not find it."
     assert _actions(brain.asked[2].schema) == ["tool", "answer"], "after max_hints the model may answer a failure"
     assert run.interventions == {"lookup-hint": 1}
@@ -490,13 +534,13 @@ def test_lookup_hint_does_nothing_where_no_call_fails_and_hints_once_a_run() -> 
 
 def test_lookup_hint_leaves_the_answer_open_without_must_call_and_keeps_out_where_it_has_nothing_to_name() -> None:
     brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
-    run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=False)])
+    run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(must_call=False)], batch=False)
     assert (
         _actions(brain.asked[1].schema) == ["tool", "answer"] and "symbol_of" in brain.asked[1].messages[-1]["content"]
     )
     for tools in ([stock_price], [stock_price, remove_from_watchlist]):
         brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
-        run = run_agent(brain, tools, "Price of Zeta?", policies=[LookupHint()])
+        run = run_agent(brain, tools, "Price of Zeta?", policies=[LookupHint()], batch=False)
         assert run.answer == "Not found." and run.interventions == {}, "nothing else to name: no note, no forced call"
         assert brain.asked[1].messages[-1]["content"].startswith("Result of stock_price")
 
@@ -507,10 +551,10 @@ def test_lookup_hint_asks_for_the_failed_call_again_only_after_a_named_function_
         tool_step("account_balance"),  # not the function the note named (symbol_of)
         answer_step("I could not get the price."),
     ])  # fmt: skip
-    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(top=1)])
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint(top=1)], batch=False)
     assert run.answer == "I could not get the price." and run.interventions == {"lookup-hint": 1}
     brain = ScriptedBrain([tool_step("stock_price", symbol="Zeta Corp"), answer_step("Not found.")])
-    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()], max_steps=2)
+    run = run_agent(brain, DESK, "Price of Zeta Corp?", policies=[LookupHint()], max_steps=2, batch=False)
     assert run.answer == "Not found.", "the last step is never made to call: the run would end unanswered"
     assert _actions(brain.asked[1].schema) == ["tool", "answer"]
     assert "symbol_of" in brain.asked[1].messages[-1]["content"]
