@@ -8,7 +8,7 @@ import pytest
 
 import fake_openai
 import shapeloop
-from helpers import answer_step, tool_step
+from helpers import answer_step, call_step, lean_answer, tool_step
 from shapeloop import Usage, flat_schema, run_agent
 from shapeloop.brain import Request
 from shapeloop.errors import BackendError
@@ -61,12 +61,19 @@ def _brain(replies: list[str], seen: list[dict[str, object]]):  # type: ignore[n
 def test_validation_error_is_fed_back_and_usage_is_counted() -> None:
     seen: list[dict[str, object]] = []
     brain = _brain(['{"reason": "r", "action": "tool"}', answer_step("teal")], seen)
-    run = run_agent(brain, [], "Colour?")
+    run = run_agent(brain, [], "Colour?", batch=False)
     assert run.ok and run.answer == "teal"
     assert len(seen) == 2
     retry_messages = json.dumps(seen[1]["messages"])
     assert "'tool' is a required property" in retry_messages
     # both attempts are counted: the failed one cost tokens too
+    assert run.usage == Usage(prompt_tokens=200, completion_tokens=20)
+    # the default step: an empty answer goes back the same way
+    seen.clear()
+    brain = _brain(['{"answer": ""}', lean_answer("teal")], seen)
+    run = run_agent(brain, [], "Colour?")
+    assert run.ok and run.answer == "teal" and len(seen) == 2
+    assert "should be non-empty" in json.dumps(seen[1]["messages"])
     assert run.usage == Usage(prompt_tokens=200, completion_tokens=20)
 
 
@@ -129,10 +136,18 @@ def test_the_response_model_is_the_runs_schema_per_tool_and_typed() -> None:
                                                          "answer": typed})],
         seen,
     )  # fmt: skip
-    run = run_agent(brain, [lookup], "Colour?", output_type=Colour)
+    run = run_agent(brain, [lookup], "Colour?", output_type=Colour, batch=False)
     assert run.ok and run.output == Colour(**typed), run.reason
     parameters = seen[0]["tools"][0]["function"]["parameters"]  # type: ignore[index]
     expected = shapeloop.step_schema([lookup], answer_schema=Colour.model_json_schema())
+    assert parameters["anyOf"] == expected["anyOf"]
+    # the default step: calls or the typed answer
+    seen.clear()
+    brain = _tools_brain([call_step("lookup", key="colour"), lean_answer(typed)], seen)
+    run = run_agent(brain, [lookup], "Colour?", output_type=Colour)
+    assert run.ok and run.output == Colour(**typed), run.reason
+    parameters = seen[0]["tools"][0]["function"]["parameters"]  # type: ignore[index]
+    expected = shapeloop.step_schema([lookup], answer_schema=Colour.model_json_schema(), batch=True)
     assert parameters["anyOf"] == expected["anyOf"]
 
 
