@@ -78,6 +78,11 @@ REFUSED = [
         "draft 3 schemas are not supported: write it in draft 2020-12 (or 7, 6, 4)",
         id="draft-3",
     ),
+    pytest.param(
+        {"$id": "http://[::1", "type": "object"},
+        "an $id or $ref is not a URI reference (Invalid IPv6 URL): write $ref as #/$defs/NAME",
+        id="id-not-a-uri",
+    ),
 ]
 
 
