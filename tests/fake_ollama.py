@@ -27,6 +27,8 @@ def instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
         return {k: instance(v, defs) for k, v in props.items() if k in schema.get("required", props)}
     if kind == "string":
         return "Oslo" * max(1, schema.get("minLength", 1))
+    if kind == "array" and "items" in schema:  # a batch step's calls: at least one
+        return [instance(schema["items"], defs) for _ in range(schema.get("minItems", 0))]
     return {"integer": 1, "number": 1.5, "boolean": True, "array": [], "null": None}[kind]
 
 

@@ -11,8 +11,18 @@ import httpx
 import pytest
 
 from fake_ollama import FakeOllama, running
-from helpers import answer_step, tool_step
-from shapeloop import BackendError, BackendUnavailable, Finish, Mode, SchemaRefused, StopReason, run_agent, tool
+from helpers import answer_step, call_step, lean_answer, tool_step
+from shapeloop import (
+    BackendError,
+    BackendUnavailable,
+    Finish,
+    Mode,
+    SchemaRefused,
+    StopReason,
+    run_agent,
+    step_schema,
+    tool,
+)
 from shapeloop.backends.ollama import OllamaBrain
 from shapeloop.brain import Request
 from shapeloop.cli import main
@@ -77,14 +87,20 @@ def test_a_server_error_on_a_prose_request_is_no_refusal(server: FakeOllama) -> 
 
 
 def test_requests_carry_the_schema_num_ctx_and_no_streaming(server: FakeOllama) -> None:
-    server.script = [{"content": tool_step("lookup", key="colour")}, {"content": answer_step("red")}]
+    server.script = [{"content": call_step("lookup", key="colour")}, {"content": lean_answer("red")}]
     run = run_agent(OllamaBrain("m", host=server.url, num_ctx=4096), [lookup], "Colour?")
     assert run.ok and run.mode is Mode.CONSTRAINED
     first = server.requests[0]
     assert first["stream"] is False
     assert first["options"]["num_ctx"] == 4096 and first["options"]["num_predict"] == 512
-    assert first["format"]["anyOf"][0]["properties"]["tool"] == {"const": "lookup"}
+    assert first["format"] == step_schema([lookup], batch=True)  # the default step
     assert run.usage is not None and run.usage.prompt_tokens > 0
+    # the five-field step
+    server.requests.clear()
+    server.script = [{"content": tool_step("lookup", key="colour")}, {"content": answer_step("red")}]
+    run = run_agent(OllamaBrain("m", host=server.url, num_ctx=4096), [lookup], "Colour?", batch=False)
+    assert run.ok and run.mode is Mode.CONSTRAINED
+    assert server.requests[0]["format"]["anyOf"][0]["properties"]["tool"] == {"const": "lookup"}
 
 
 def test_thinking_is_kept_apart_and_never_parsed_as_the_step(server: FakeOllama) -> None:
