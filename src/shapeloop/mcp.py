@@ -413,6 +413,9 @@ class _Connection:
             with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
                 held.result(timeout=DEFAULT_CONNECT_TIMEOUT)
         self._client = None
+        self._mark_gone("its tools were closed")
+        with self._lock:
+            self._told = True  # a call after close needs no account of a crash
         if self.log is not None and not self.log.closed:
             self.log.close()
 
