@@ -252,7 +252,7 @@ def test_repeats_are_counted_per_call_within_batches() -> None:
 def test_a_batch_in_a_run_without_batch_is_feedback_not_a_crash() -> None:
     batch = five_field_calls(("lookup", {"key": "colour"}))
     brain = ScriptedBrain([batch, tool_step("lookup", key="colour"), answer_step("red")])
-    run = run_agent(brain, [lookup], "t", mode="prose")
+    run = run_agent(brain, [lookup], "t", mode="prose", batch=False)
     assert run.ok and run.steps == 3
     assert "This run takes one call a step" in brain.asked[1].messages[-1]["content"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import answer_step, tool_step
+from helpers import answer_step, lean_answer, tool_step
 from shapeloop import (
     Conversation,
     Message,
@@ -318,11 +318,17 @@ def test_a_context_window_leaves_the_history_what_the_system_prompt_and_a_turn_d
 def test_a_window_the_system_prompt_nearly_fills_keeps_a_quarter_and_says_a_request_may_overflow() -> None:
     tools = Folders().tools()
     with pytest.warns(UserWarning, match=r"context_window=2048: the system prompt takes \d+ tokens.*may overflow"):
-        small = Conversation(CountingBrain([]), tools, policies=(), context_window=2048)
+        small = Conversation(CountingBrain([]), tools, policies=(), context_window=2048, batch=False)
     assert small.max_history_tokens == 512  # a quarter of the window
     # a window the system prompt alone fills: no request could fit, so it is refused now, not at the model
     with pytest.raises(ValueError, match=r"context_window=300: the system prompt alone .* takes \d+ tokens"):
-        Conversation(CountingBrain([]), tools, policies=(), context_window=300)
+        Conversation(CountingBrain([]), tools, policies=(), context_window=300, batch=False)
+    # the default step's prompt (the functions as JSON) is shorter: the same holds at a smaller window
+    with pytest.warns(UserWarning, match=r"context_window=300: the system prompt takes \d+ tokens.*may overflow"):
+        small = Conversation(CountingBrain([]), tools, policies=(), context_window=300)
+    assert small.max_history_tokens == 75
+    with pytest.raises(ValueError, match=r"context_window=150: the system prompt alone .* takes \d+ tokens"):
+        Conversation(CountingBrain([]), tools, policies=(), context_window=150)
 
 
 def test_options_are_run_agents_and_a_wrong_one_is_named() -> None:
@@ -627,11 +633,19 @@ def test_a_window_budget_for_a_brain_that_cannot_count_is_estimated_so_chinese_i
 def test_tool_names_given_as_a_generator_serve_every_request() -> None:
     folders = Folders()
     brain = ScriptedBrain([answer_step("a"), answer_step("b")])
-    talk = Conversation(brain, folders.tools(), policies=(), context_window=8192, allow_tools=(n for n in ["ls"]))
+    talk = Conversation(
+        brain, folders.tools(), policies=(), context_window=8192, allow_tools=(n for n in ["ls"]), batch=False
+    )
     talk.ask("One?")
     talk.ask("Two?")
     prompts = [request.messages[0]["content"] for request in brain.asked]
     assert len(prompts) == 2 and all("ls(): " in p and "cat(" not in p for p in prompts), prompts
+    # the default step documents the functions as JSON
+    brain = ScriptedBrain([lean_answer("a"), lean_answer("b")])
+    talk = Conversation(brain, folders.tools(), policies=(), context_window=8192, allow_tools=(n for n in ["ls"]))
+    assert [talk.ask(q).run.answer for q in ("One?", "Two?")] == ["a", "b"]
+    prompts = [request.messages[0]["content"] for request in brain.asked]
+    assert len(prompts) == 2 and all('"name": "ls"' in p and '"name": "cat"' not in p for p in prompts), prompts
 
 
 def test_policies_given_as_a_generator_serve_every_request_and_a_name_is_refused_saying_what_to_do() -> None:
