@@ -15,7 +15,7 @@ from benchmarks.__main__ import all_tasks, choose, splits
 from benchmarks.suite import run_task, summarise
 from benchmarks.tasks import QUICK, TASKS, WORKSPACE, number, says, yes_no
 
-from helpers import answer_step, need_model, tool_step
+from helpers import answer_step, call_step, lean_answer, need_model, tool_step
 from overlap_server import serving
 from shapeloop import Capabilities, Request, ScriptedBrain, UsageError, policies
 
@@ -200,11 +200,15 @@ class _Scorer(ScriptedBrain):
         self.scored = 0
 
     def _reply(self, request: Request) -> str:
+        # the benchmark runs the default step ({"calls"} or {"answer"}); a five-field schema gets its shape
         schema = request.schema or {}
-        offered = {v["properties"]["action"].get("const", "tool") for v in schema.get("anyOf", [schema])}
+        variants = [v["properties"] for v in schema.get("anyOf", [schema])]
+        five = any("action" in v for v in variants)
+        offered = {v["action"].get("const", "tool") if "action" in v else "tool" if "calls" in v else "answer"
+                   for v in variants}  # fmt: skip
         if request.results or "tool" not in offered:  # a step shaped to answer only gets an answer
-            return answer_step("It names teal.")
-        return tool_step("read_file", path="colour.txt")
+            return answer_step("It names teal.") if five else lean_answer("It names teal.")
+        return tool_step("read_file", path="colour.txt") if five else call_step("read_file", path="colour.txt")
 
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:
         self.scored += 1
