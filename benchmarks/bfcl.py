@@ -21,16 +21,22 @@ they come back, so ``--resume`` works the same. ``--transcripts DIR`` also write
 transcript (a multi-turn entry's conversation log) to ``DIR/<model>/<column>/<id>.jsonl``, to read
 what the model did.
 
-The split. Tune categories, on which any prompt, policy or mechanism may be chosen:
-``live_multiple``, ``live_irrelevance``, ``live_parallel``, ``live_parallel_multiple``,
-``live_relevance``, ``parallel``, ``parallel_multiple``, and ``multi_turn_base`` entries 100-199.
-The tune sample (``--sample tune``): 40 items each of ``live_multiple``, ``live_irrelevance``,
-``parallel`` and ``parallel_multiple`` (a fixed stride over each category: indices ``i * n // 40``),
-all of ``live_parallel``, ``live_parallel_multiple`` and ``live_relevance`` (216 single-turn items in
-all), and ``multi_turn_base`` 100-119. Report categories, run only to report a finished round and
-never used to choose anything (``--sample report``): the first 40 of ``simple_python``,
-``multiple``, ``irrelevance`` and ``live_simple``, and ``multi_turn_base`` 0-19. The project is
-also measured on data it does not see.
+The split. Tune data, on which any prompt, policy or mechanism may be chosen: ``live_multiple``,
+``live_irrelevance``, ``live_parallel``, ``live_parallel_multiple``, ``live_relevance``, ``parallel``,
+``parallel_multiple``, the four report categories from index 120 on, and ``multi_turn_base`` entries
+40-199. The tune sample (``--sample tune``): 40 items each of ``live_multiple``,
+``live_irrelevance``, ``parallel`` and ``parallel_multiple`` (a fixed stride: indices ``i * n // 40``),
+all of ``live_parallel``, ``live_parallel_multiple`` and ``live_relevance``, 40 items each of
+``simple_python``, ``multiple``, ``irrelevance`` and ``live_simple`` from a fixed stride over indices
+120 to the end (376 single-turn items in all), and 24 ``multi_turn_base`` entries, 6 from each of
+BFCL's blocks (40-49 the file system, 50-99 vehicle control, 100-149 the trading bot, 150-199 travel
+booking). The screen sample (``--sample screen``): the first 8 tune items of each category and the
+first 2 tune entries of each block, for trying candidates fast; decisions are made on the whole tune
+sample. Report sample, run only to report a finished round and never used to choose anything
+(``--sample report``): the first 40 of ``simple_python``, ``multiple``, ``irrelevance`` and
+``live_simple``, and ``multi_turn_base`` 0-19. Held out: indices 40-119 of the four report categories
+and ``multi_turn_base`` 20-39 are in no sample, test or fixture. The project is also measured on data
+it does not see.
 """
 
 from __future__ import annotations
@@ -225,7 +231,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bfcl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--category", action="append", help="a category (repeatable, or a comma list)")
-    parser.add_argument("--sample", choices=["tune", "screen", "report", "quick"], help="a fixed sample (see the split above)")
+    parser.add_argument("--sample", choices=["tune", "screen", "report", "quick"],
+                        help="a fixed sample (see the split above)")
     parser.add_argument("--quick", action="store_true", help="--sample quick: 5 items each of 3 tune categories")
     parser.add_argument("--ids", help="only these: indices, ranges or BFCL ids, e.g. 100-119 or live_multiple_3-2-0")
     parser.add_argument("--limit", type=int, help="at most N items per category")

@@ -45,11 +45,12 @@ BATCH = 8  # the most calls one batch step carries (shapeloop.step.MAX_BATCH)
 # BFCL's possible answers fed back through the plain loop, as (right, items), per category. Every
 # failure is explained in test_oracle_through_the_loop: the answer admits no call, or BFCL's own
 # answer breaks the function's schema (an enum value it does not list, a variable's name as a string
-# for an array), which the loop refuses before the call is made.
+# for an array), which the loop refuses before the call is made, or the oracle's calls hold the same
+# call twice (an optional value left out of both), which the loop runs once.
 ORACLE_THROUGH_LOOP = {
     "simple_python": (400, 400),
     "multiple": (200, 200),
-    "parallel": (200, 200),
+    "parallel": (197, 200),
     "parallel_multiple": (198, 200),
     "live_simple": (255, 258),
     "live_multiple": (1036, 1053),
@@ -118,6 +119,14 @@ def do_nothing() -> ScriptedBrain:
     return ScriptedBrain(lambda request: step_answer("I cannot do that with the functions I have."))
 
 
+def same_call_twice(calls: Sequence[Call]) -> str | None:
+    """Why the loop runs fewer of these calls than BFCL counts, or None: two are the same call (the
+    oracle leaves an optional argument out of both where BFCL's answer allows it), which one step
+    runs once."""
+    keys = [json.dumps([name, args], sort_keys=True) for name, args in calls]
+    return "the same call twice in one step, run once" if len(set(keys)) < len(keys) else None
+
+
 def schema_breach(item: Item, calls: Sequence[Call]) -> str | None:
     """Why the loop refuses one of these calls before it is made, or None."""
     tools = {t.name: t for t in bfcl_run.single_tools(item, bfcl_run.Made())}
@@ -176,7 +185,7 @@ def test_oracle_through_the_loop(category: str) -> None:
         record = bfcl_run.run_item(oracle_brain(item), item, "plain", max_steps=6)
         right += record["valid"]
         if not record["valid"]:
-            why = unanswerable(item) or schema_breach(item, oracle_calls(item))
+            why = unanswerable(item) or schema_breach(item, oracle_calls(item)) or same_call_twice(oracle_calls(item))
             assert why, f"{item.id} failed unexplained: {record['error_type']} {record.get('error')}"
     assert (right, len(items)) == ORACLE_THROUGH_LOOP[category]
 
@@ -346,12 +355,25 @@ def test_raw_scores_a_list_of_calls_and_an_answer() -> None:
 
 
 def test_the_samples() -> None:
-    tune, report = bfcl_data.sample("tune"), bfcl_data.sample("report")
+    tune, report, screen = bfcl_data.sample("tune"), bfcl_data.sample("report"), bfcl_data.sample("screen")
     single = sum(len(v) for c, v in tune.items() if c != "multi_turn_base")
-    assert single == 216 and tune["multi_turn_base"] == list(range(100, 120))
-    assert all(len(tune[c]) == 40 for c in bfcl_data.STRIDED)
+    assert single == 216 + 4 * 40
+    assert all(len(tune[c]) == 40 for c in (*bfcl_data.STRIDED, *bfcl_data.FIRST))
+    assert all(min(tune[c]) >= bfcl_data.HELD_OUT for c in bfcl_data.FIRST)
     assert report == {**{c: list(range(40)) for c in bfcl_data.FIRST}, "multi_turn_base": list(range(20))}
-    assert not set(tune) & set(report) - {"multi_turn_base"}
+    # every kind of question is tuned on: single calls, choices among functions, non-live irrelevance
+    assert set(bfcl_data.FIRST) <= set(tune)
+    # four blocks of multi-turn entries, six each; none of the report's or the held-out ones
+    entries = tune["multi_turn_base"]
+    assert len(entries) == 24 and all(sum(e in block for e in entries) == 6 for block in bfcl_data.MULTI_TURN_BLOCKS)
+    for name in ("tune", "screen", "report", "quick"):
+        chosen = bfcl_data.sample(name)
+        assert not set(chosen.get("multi_turn_base", [])) & set(bfcl_data.MULTI_TURN_HELD_OUT), name
+        for category in bfcl_data.FIRST:
+            assert not {i for i in chosen.get(category, []) if 40 <= i < bfcl_data.HELD_OUT}, (name, category)
+    assert all(set(v) <= set(tune[c]) for c, v in screen.items())
+    assert sum(len(v) for c, v in screen.items() if c != "multi_turn_base") == 11 * 8
+    assert len(screen["multi_turn_base"]) == 8
     quick = bfcl_data.sample("quick")
     assert all(set(v) <= set(tune[c]) and len(v) == 5 for c, v in quick.items())
 
@@ -474,15 +496,16 @@ def test_the_plan_of_a_run() -> None:
     def plan(*argv: str) -> list[Item]:
         return bfcl.plan(bfcl.parse(list(argv)))
 
-    assert len(plan("--sample", "tune")) == 216 + 20
+    assert len(plan("--sample", "tune")) == 376 + 24
     assert len(plan("--sample", "tune", "--category", "live_relevance")) == 16
     assert [i.index for i in plan("--category", "multi_turn_base", "--ids", "100-119")] == list(range(100, 120))
     quick = plan("--quick")
     assert [(i.category, i.index) for i in quick[:2]] == [("live_multiple", 0), ("live_multiple", 1053 // 40)]
     assert [i.category for i in quick] == ["live_multiple"] * 5 + ["live_irrelevance"] * 5 + ["parallel"] * 5
     assert len(plan("--category", "parallel,live_parallel", "--limit", "3", "--shard", "2/2")) == 3
-    with pytest.raises(SystemExit, match="not in the tune sample"):
-        plan("--sample", "tune", "--category", "simple_python")
+    assert [i.index for i in plan("--sample", "tune", "--category", "simple_python")][:2] == [120, 127]
+    with pytest.raises(SystemExit, match="not in the report sample"):
+        plan("--sample", "report", "--category", "parallel")
 
 
 def test_a_single_turn_item_is_scored_on_the_first_step_that_reached_a_tool() -> None:
@@ -587,7 +610,7 @@ def test_the_ablation_pairs_items_and_applies_the_rule() -> None:
     turns = {"plain": (5, 1, 2, 900), "plain,state-line": (5, 3, 2, 950)}
     entries = [{**record(small, column, ("multi_turn_base", index), False), "turns_total": total,
                 "turns_state": state, "turns_first_tool": first, "prompt_tokens_per_step": tokens}
-               for column, (total, state, first, tokens) in turns.items() for index in (100, 101)]  # fmt: skip
+               for column, (total, state, first, tokens) in turns.items() for index in (100, 108)]  # fmt: skip
     rows = {row["policy"]: row for row in policies.build(entries)["policies"]}
     helped = rows["state-line"]
     assert helped["column"] == "plain,state-line" and helped[small]["items"] == 2 and helped[small]["net"] == 0

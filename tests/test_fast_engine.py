@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from helpers import need_model
 from shapeloop import Tool, run_agent, step_schema, tool, workspace_tools
 from shapeloop.brain import Request
-from shapeloop.events import ReplyReceived, ToolCalled
+from shapeloop.events import PolicyIntervened, ReplyReceived, ToolCalled
+from shapeloop.policies import Abstain
 
 pytestmark = pytest.mark.live
 
@@ -133,6 +134,31 @@ def test_the_choice_between_calling_and_answering_is_measured_in_either_step_sha
             gap = brain.last_stats["decision_gap"]
             # measured where it was chosen (a step's action, a batch step's first key): the sign is the choice
             assert isinstance(gap, float) and (gap > 0) == calls, (batch, step, gap)
+    finally:
+        brain.close()
+
+
+def test_a_call_margin_turns_a_lean_within_it_into_an_answer_and_says_so() -> None:
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    tools = workspace_tools(Path(__file__).resolve().parent.parent / "examples" / "demo")
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    try:
+        assert brain.capabilities.margins
+        free = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1, policies=())
+        gap = brain.last_stats["decision_gap"]
+        first = json.loads(next(e.text for e in free.events if isinstance(e, ReplyReceived)))
+        assert "calls" in first and gap > 0, (first, gap)
+        held = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
+                         policies=(Abstain(call_margin=gap + 1.0),))  # fmt: skip
+        step = json.loads(next(e.text for e in held.events if isinstance(e, ReplyReceived)))
+        assert "answer" in step and brain.last_stats["decision_gap"] == pytest.approx(gap, abs=1e-3)
+        acted = [e for e in held.events if isinstance(e, PolicyIntervened) and e.change.startswith("answered")]
+        assert len(acted) == 1 and acted[0].policy == "abstain", held.events
+        below = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
+                          policies=(Abstain(call_margin=gap - 1.0),))  # fmt: skip
+        assert "calls" in json.loads(next(e.text for e in below.events if isinstance(e, ReplyReceived)))
     finally:
         brain.close()
 

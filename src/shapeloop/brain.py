@@ -81,6 +81,10 @@ class Capabilities:
             of one prefix at once (the embedded backend evaluates the prefix once); a policy reads
             either through :class:`~shapeloop.policies.RunView`.
         calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
+        margins: it honours a request's decision margins (:attr:`Request.call_margin`,
+            :attr:`Request.more_margin`) where a constrained step chooses between calling and
+            answering, and between another call and none, from its own logits (the embedded backend
+            with its fast engine), and says in :attr:`Reply.leaned` where a margin changed the choice.
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
@@ -88,6 +92,7 @@ class Capabilities:
     exclusive: bool = True
     logprobs: bool = False
     calibration: tuple[tuple[str, float], ...] = ()
+    margins: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +151,11 @@ class Request:
         results: how many tool results the run has fed back so far (0 at a task's first step).
         task: the user's task as given, for a backend that judges whether any offered tool fits it.
         offered: the tools this step may call, as ``(name, description)``, for the same judgement.
+        call_margin: where the step chooses between a call and an answer, call only if the best
+            token that opens a call leads the best that opens an answer by more than this (logits);
+            None: the model's own choice. Honoured by a brain that declares ``margins``.
+        more_margin: after a batch step's first call, go on to another only if the best token of
+            going on leads the best of closing the list by more than this; None: the model's choice.
     """
 
     messages: Sequence[Message]
@@ -155,6 +165,8 @@ class Request:
     results: int = 0
     task: str | None = None
     offered: Sequence[tuple[str, str]] = ()
+    call_margin: float | None = None
+    more_margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:
@@ -182,6 +194,8 @@ class Reply:
         engine: which decoding path ran, when the backend has several (e.g. ``"llguidance"``).
         thinking: a thinking model's reasoning, kept apart so it is never read as the step.
         tool_calls: calls made through the backend's native tool API.
+        leaned: where a request's decision margin changed what the model chose, what it changed,
+            in words (``"answered: calling led by 0.42, not more than the margin 1.00"``); else "".
     """
 
     text: str
@@ -191,6 +205,7 @@ class Reply:
     engine: str | None = None
     thinking: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    leaned: str = ""
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from shapeloop.events import (
     CallsMerged,
     Event,
     ModeChanged,
+    PolicyIntervened,
     RepeatNoticed,
     ReplyCut,
     ReplyReceived,
@@ -202,6 +203,10 @@ class Loop:
                     raise BackendError(f"the backend refused a prose request: {exc}") from exc
                 self._switch(Mode.CONSTRAINED if self.mode is Mode.NATIVE else Mode.PROSE, str(exc))
                 continue
+            if reply.leaned:  # a margin a policy asked for changed the model's choice
+                within = "the model's lean was within the margin"
+                self._emit(PolicyIntervened(step=self.step, policy=shape.margins_by, hook="shape_step",
+                                            change=reply.leaned, reason=within))  # fmt: skip
             # a first native reply that calls nothing, though tools were offered: the model will not use them
             declined = not reply.tool_calls and not self.native_called and bool(self.toolbox.tools)
             if self.mode is Mode.NATIVE and declined and reply.finish is Finish.STOP:
@@ -227,7 +232,8 @@ class Loop:
             if self.cut:  # the retry of a cut reply: the grammar holds its answer to about half the length
                 schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
-                       offered=tuple((t.name, t.description) for t in offered))  # fmt: skip
+                       offered=tuple((t.name, t.description) for t in offered), call_margin=shape.call_margin,
+                       more_margin=shape.more_margin)  # fmt: skip
 
     def _count(self, usage: Usage | None) -> None:
         self.usage = self.usage if usage is None else usage if self.usage is None else self.usage + usage
@@ -278,7 +284,8 @@ class Loop:
         self.barren.reset()
         statuses = [_status(result, record).value for result, record in zip(results, records, strict=True)]
         if batched:
-            self._say("user", prompts.batch_feedback(results, records, statuses=statuses, task=self.task, merged=merged))
+            feedback = prompts.batch_feedback(results, records, statuses=statuses, task=self.task, merged=merged)
+            self._say("user", feedback)
         else:
             self._say("user", prompts.tool_feedback(results[0], records[0], status=statuses[0]))
         self._check_repeats(records)

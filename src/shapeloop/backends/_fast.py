@@ -35,6 +35,7 @@ class Generated:
     forced: int  # tokens taken from the grammar without sampling
     decision_gap: float | None = None  # where the step chooses: best calling logit minus best answering logit
     more_gap: float | None = None  # after a batch step's first call: best "another call" logit minus best "no more"
+    leaned: str = ""  # where a margin changed the model's choice, what it changed
 
 
 class FastDecoder:
@@ -85,13 +86,24 @@ class FastDecoder:
             self._compiled[key] = matcher
         return self._compiled[key].deep_copy()
 
-    def generate(self, matcher: Any, *, max_tokens: int, temperature: float, rng: np.random.Generator) -> Generated:
-        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``; where the
+    def generate(
+        self,
+        matcher: Any,
+        *,
+        max_tokens: int,
+        temperature: float,
+        rng: np.random.Generator,
+        call_margin: float | None = None,
+        more_margin: float | None = None,
+    ) -> Generated:
+        """Generate from the evaluated prompt until the grammar completes or ``max_tokens``. Where the
         step chooses between a call and an answer (a step's ``action``, a batch step's first key),
-        measure how far the model leans to calling (``Generated.decision_gap``)."""
+        measure how far the model leans to calling (``Generated.decision_gap``), and after a batch
+        step's first call how far it leans to another (``more_gap``); where a margin is given and the
+        lean is not above it, take the other side (``leaned`` says so)."""
         out: list[int] = []
         calls = forced = 0
-        tail = text = ""
+        tail = text = leaned = ""
         gap: float | None = None
         more: float | None = None
         while len(out) < max_tokens and not matcher.is_stopped():
@@ -102,12 +114,17 @@ class FastDecoder:
                 forced += len(ff)
             else:
                 decide = gap is None and tail.endswith(DECISION_CUES)
-                between = more is None and text.endswith("}") and _between_calls(text)
-                token, found = self._choose(matcher, temperature, rng, "call" if decide else "more" if between else None)
+                between = not decide and more is None and text.endswith("}") and _between_calls(text)
+                kind = "call" if decide else "more" if between else None
+                margin = call_margin if decide else more_margin if between else None
+                token, found, flipped = self._choose(matcher, temperature, rng, kind, margin)
                 if decide:
                     gap = found
                 elif between:
                     more = found
+                if flipped:
+                    what = "answered: calling" if decide else "made one call: another call"
+                    leaned = f"{what} led by {found:.2f}, not more than the margin {margin:.2f}"
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
@@ -120,54 +137,55 @@ class FastDecoder:
             self.model.eval(ff)  # forced tokens go in one batch: one decode call, not len(ff)
             calls += 1
         return Generated(tokens=out, finished=matcher.is_stopped() or matcher.is_accepting(), decode_calls=calls,
-                         forced=forced, decision_gap=gap, more_gap=more)  # fmt: skip
+                         forced=forced, decision_gap=gap, more_gap=more, leaned=leaned)  # fmt: skip
 
     def _choose(
-        self, matcher: Any, temperature: float, rng: np.random.Generator, decide: str | None = None
-    ) -> tuple[int, float | None]:
-        """The next token, and where ``decide`` names a choice (``call``: a call or an answer;
-        ``more``: another call or none), the gap between its two sides (:meth:`_gap`, :meth:`_more_gap`)."""
+        self,
+        matcher: Any,
+        temperature: float,
+        rng: np.random.Generator,
+        decide: str | None = None,
+        margin: float | None = None,
+    ) -> tuple[int, float | None, bool]:
+        """The next token; where ``decide`` names a choice (``call``: a call or an answer; ``more``:
+        another call or none), the gap between its two sides (:meth:`_sides`), and whether ``margin``
+        turned the choice to the second side (the gap was not above it)."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
         logits[~allowed] = -np.inf
-        gap = self._gap(logits, allowed) if decide == "call" else self._more_gap(logits, allowed) if decide else None
+        gap: float | None = None
+        if decide is not None:
+            first, second = self._sides(allowed, decide)
+            if first and second:
+                gap = float(logits[first].max() - logits[second].max())
+                if margin is not None and gap <= margin:
+                    return second[int(np.argmax(logits[second]))], gap, True
         if temperature <= 0:
-            return int(np.argmax(logits)), gap
+            return int(np.argmax(logits)), gap, False
         scaled = (logits - logits.max()) / temperature
         probs = np.exp(scaled)
         probs /= probs.sum()
-        return int(rng.choice(self.n_vocab, p=probs)), gap
+        return int(rng.choice(self.n_vocab, p=probs)), gap, False
 
-    def _more_gap(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any]) -> float | None:
-        """After a batch step's first call: the best logit of a token that goes on to another call
-        minus the best of one that ends the list. None where the allowed tokens are not that choice."""
-        another: list[int] = []
-        done: list[int] = []
-        for token in np.flatnonzero(allowed)[:64]:
-            text = self.model.detokenize([int(token)]).lstrip()
-            if text.startswith(","):
-                another.append(int(token))
-            elif text.startswith("]"):
-                done.append(int(token))
-        if not another or not done:
-            return None
-        return float(logits[another].max() - logits[done].max())
-
-    def _gap(self, logits: np.ndarray[Any, Any], allowed: np.ndarray[Any, Any]) -> float | None:
-        """Where the step chooses between a call and an answer: the best calling logit minus the best
-        answering one. None where the allowed tokens are not that choice."""
-        calling: list[int] = []
-        answering: list[int] = []
+    def _sides(self, allowed: np.ndarray[Any, Any], decide: str) -> tuple[list[int], list[int]]:
+        """The allowed tokens on each side of a choice: for ``call``, those that open a call and those
+        that open an answer; for ``more``, those that go on to another call and those that close the list."""
+        first: list[int] = []
+        second: list[int] = []
         for token in np.flatnonzero(allowed)[:64]:
             text = self.model.detokenize([int(token)])
-            if text and any(word.startswith(text) for word in CALLING):
-                calling.append(int(token))
+            if decide == "more":
+                text = text.lstrip()
+                if text.startswith(","):
+                    first.append(int(token))
+                elif text.startswith("]"):
+                    second.append(int(token))
+            elif text and any(word.startswith(text) for word in CALLING):
+                first.append(int(token))
             elif text and ANSWERING.startswith(text):
-                answering.append(int(token))
-        if not calling or not answering:
-            return None
-        return float(logits[calling].max() - logits[answering].max())
+                second.append(int(token))
+        return first, second
 
 
 def _between_calls(text: str) -> bool:

@@ -100,8 +100,8 @@ class LlamaCppBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.max_reason_chars = max_reason_chars
         entry = models.CATALOGUE.get(os.fspath(model))
-        floor = () if entry is None or entry.fit_floor is None else (("fit_floor", entry.fit_floor),)
-        self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=floor)
+        self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=models.calibration(entry),
+                                         margins=engine != "llama.cpp")  # fmt: skip
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed
@@ -138,7 +138,7 @@ class LlamaCppBrain(BaseBrain):
             fast = self._fast_matcher(schema)
             if fast is not None:
                 matcher, applied = fast
-                reply = self._ask_fast(tokens, matcher, budget)
+                reply = self._ask_fast(tokens, matcher, budget, request)
                 return replace(reply, applied=applied)
         grammar, engine, applied = (None, "free", Constraint.NONE) if schema is None else self._grammar(schema)
         cached = self._reusable_prefix(tokens)
@@ -177,6 +177,7 @@ class LlamaCppBrain(BaseBrain):
                         "llguidance is not installed: pip install 'shapeloop[local]'", backend="llamacpp"
                     ) from None
                 self.engine = "llama.cpp"
+                self.capabilities = replace(self.capabilities, margins=False)  # llama.cpp's grammar has no margins
                 return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._fast_schemas:
@@ -216,15 +217,16 @@ class LlamaCppBrain(BaseBrain):
         tasks. It runs in a context of its own, so the prompt cache is kept for the next step."""
         return self.continuations_logprobs(prefix, [continuation])[0]
 
-    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int) -> Reply:
+    def _ask_fast(self, tokens: list[int], matcher: Any, budget: int, request: Request) -> Reply:
         assert self._fast is not None
         cached = self._reusable_prefix(tokens)
         with mapped_errors(ERRORS, backend="llamacpp"):
             self.llama.keep(cached)
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
-                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed)
-            )
+                matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
+                call_margin=request.call_margin, more_margin=request.more_margin,
+            )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,
             "tokens": len(made.tokens), "decision_gap": made.decision_gap, "more_gap": made.more_gap,
@@ -234,6 +236,7 @@ class LlamaCppBrain(BaseBrain):
             usage=Usage(prompt_tokens=len(tokens), completion_tokens=len(made.tokens), cached_tokens=cached),
             finish=Finish.STOP if made.finished else Finish.LENGTH,
             engine=ENGINE,
+            leaned=made.leaned,
         )
 
     def count_tokens(self, messages: Sequence[Message]) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from shapeloop.policies.abstain import Abstain
 from shapeloop.policies.base import (
     CallOutcome,
     Objection,
@@ -40,7 +41,9 @@ DEFAULT: tuple[Policy, ...] = SMALL_MODEL
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
-_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType({"fit-floor": FitFloor, "lookup-hint": LookupHint})
+_BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
+    {"abstain": Abstain, "fit-floor": FitFloor, "lookup-hint": LookupHint}
+)
 
 
 def available() -> list[str]:
@@ -76,6 +79,7 @@ __all__ = [
     "DEFAULT",
     "PLAIN",
     "SMALL_MODEL",
+    "Abstain",
     "CallOutcome",
     "FitFloor",
     "LookupHint",

@@ -103,12 +103,18 @@ class StepShape:
             not constrain the reply, and what the model replies stands.
         note: words the model reads at this step only (appended to the request, not kept in the
             conversation; the event keeps them).
+        call_margin: the step calls only where the model leans to calling by more than this (its
+            logits; :attr:`~shapeloop.Request.call_margin`), on a brain that declares ``margins``.
+        more_margin: after its first call, the step makes another only where the model leans to one
+            by more than this (:attr:`~shapeloop.Request.more_margin`).
     """
 
     reason: str
     tools: frozenset[str] | None = None
     answer: Literal["may", "must", "never"] = "may"
     note: str = ""
+    call_margin: float | None = None
+    more_margin: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

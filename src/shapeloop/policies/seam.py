@@ -28,6 +28,9 @@ class Shape:
     excluded: frozenset[str] = frozenset()  # tools the step does not offer
     may_answer: bool = True
     note: str = ""  # words the model reads at this step only
+    call_margin: float | None = None  # the decision margins asked of the brain (the largest any policy asks)
+    more_margin: float | None = None
+    margins_by: str = ""  # the policy that asked for the margins in force, for the event when one acts
 
 
 @dataclass(kw_only=True)
@@ -100,6 +103,8 @@ class PolicySet:
         names = frozenset(tool.name for tool in self.tools)
         last = view.step >= view.max_steps
         offered, must, never, notes = names, False, False, []
+        margins: dict[str, float] = {}
+        margins_by = ""
         for policy in self.active:
             shape = policy.shape_step(view)
             if shape is None:
@@ -112,9 +117,13 @@ class PolicySet:
             never |= shape.answer == "never"
             if shape.note:
                 notes.append(shape.note)
+            for key, value in (("call", shape.call_margin), ("more", shape.more_margin)):
+                if value is not None and value >= margins.get(key, value):
+                    margins[key], margins_by = value, policy.name
+        leans = Shape(call_margin=margins.get("call"), more_margin=margins.get("more"), margins_by=margins_by)
         if must:
-            return Shape(excluded=names, may_answer=True, note="\n".join(notes))
-        return Shape(excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
+            return replace(leans, excluded=names, may_answer=True, note="\n".join(notes))
+        return replace(leans, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
 
     def check_call(self, view: RunView, call: ToolCall, emit: Emit) -> Refusal | None:
         """The first policy's refusal of ``call``, or None."""
@@ -137,10 +146,13 @@ class PolicySet:
 
 def _offers(brain: Brain) -> frozenset[str]:
     """What the brain declares, and has, that a policy may need: ``logprobs`` (declared, with a
-    ``continuation_logprobs`` scorer to call) and each calibrated value by name (``fit_floor``)."""
+    ``continuation_logprobs`` scorer to call), ``margins`` (declared) and each calibrated value by name
+    (``fit_floor``, ``call_margin``)."""
     declared = brain.capabilities
     scorer = callable(getattr(brain, "continuation_logprobs", None))
-    return frozenset({"logprobs"} if declared.logprobs and scorer else ()) | {name for name, _ in declared.calibration}
+    margins = {"margins"} if declared.margins else set()
+    logprobs = {"logprobs"} if declared.logprobs and scorer else set()
+    return frozenset(logprobs | margins | {name for name, _ in declared.calibration})
 
 
 def _intervened(step: int, policy: Policy, hook: str, change: str, reason: str) -> PolicyIntervened:
@@ -158,4 +170,7 @@ def _described(shape: StepShape, names: frozenset[str]) -> str:
         parts.append("no answer")
     if shape.note:
         parts.append(f"note: {shape.note}")
+    for what, value in (("call", shape.call_margin), ("another call", shape.more_margin)):
+        if value is not None:
+            parts.append(f"{what} only with a lean above {value:.2f}")
     return "; ".join(parts) or "no change"
