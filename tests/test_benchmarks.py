@@ -196,7 +196,8 @@ class _Scorer(ScriptedBrain):
     is 0) and, once the run has a result, answers; before, it reads colour.txt."""
 
     def __init__(self, floor: float = 0.5) -> None:
-        super().__init__(self._reply, capabilities=Capabilities(logprobs=True, calibration=(("fit_floor", floor),)))
+        calibration = (("fit_floor", floor), ("call_margin", -100.0))  # a margin every lean clears
+        super().__init__(self._reply, capabilities=Capabilities(logprobs=True, margins=True, calibration=calibration))
         self.scored = 0
 
     def _reply(self, request: Request) -> str:
