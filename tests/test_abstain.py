@@ -78,3 +78,14 @@ def test_a_model_without_a_calibrated_margin_leaves_the_policy_out() -> None:
     assert brain.requests[0].call_margin is None  # type: ignore[attr-defined]
     left = [e for e in run.events if isinstance(e, PolicyIntervened) and e.change == "left out"]
     assert len(left) == 1 and "call_margin" in left[0].reason
+
+
+def test_the_point_after_a_batch_steps_call_is_found_string_aware() -> None:
+    from shapeloop.backends._fast import _between_calls
+
+    assert _between_calls('{"calls":[{"name":"a","arguments":{"x":1}}')
+    assert not _between_calls('{"calls":[{"name":"a","arguments":{"x":1}')  # the call is still open
+    assert not _between_calls('{"calls":[{"name":"a","arguments":{"x":"}"}')  # a brace inside a string
+    assert _between_calls('{"calls":[{"name":"a","arguments":{"x":"]\\"}"}}')  # an escaped quote, then }
+    assert not _between_calls('{"answer":{"a":{"b":1}}')  # not a batch step
+    assert not _between_calls('{"calls":[{"name":"a","arguments":{"x":[{"y":1}')  # a list inside the arguments
