@@ -36,6 +36,7 @@ from shapeloop import (
     Message,
     Reply,
     Request,
+    RunSettings,
     Tool,
     ToolFailure,
     WindowTooSmall,
@@ -194,16 +195,17 @@ def execute(item: Item, session: str, calls: list[str]) -> list[str]:
     return results
 
 
-def loop_options(column: str, state: Callable[[], str] | None = None) -> dict[str, Any]:
-    """``run_agent``'s keywords for a column: ``native`` (the plain loop, native tool calls where the
-    backend has them), ``plain``, ``default`` or ``name1,name2``; :data:`STATE_LINE` among the names
-    adds a :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where ``state`` is None)."""
+def loop_settings(column: str, state: Callable[[], str] | None = None, **fields: Any) -> RunSettings:
+    """A run's settings for a column, with ``fields`` beside: ``native`` (the plain loop, native tool
+    calls where the backend has them), ``plain``, ``default`` or ``name1,name2``; :data:`STATE_LINE`
+    among the names adds a :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where
+    ``state`` is None)."""
     if column == "native":
-        return {"policies": resolve("plain"), "mode": "native"}
+        return RunSettings(policies=resolve("plain"), mode="native", **fields)
     words = [w.strip() for w in column.split(",")]
     rest = ",".join(w for w in words if w != STATE_LINE) or "plain"
     extra = (StateLine(state),) if STATE_LINE in words and state is not None else ()
-    return {"policies": (*resolve(rest), *extra)}
+    return RunSettings(policies=(*resolve(rest), *extra), **fields)
 
 
 def state_line(item: Item, session: str) -> Callable[[], str] | None:
@@ -252,9 +254,9 @@ def run_loop(
     system, history, task = _split(item.turns[0])
     started = time.perf_counter()
     tools = single_tools(item, made, native=native)
-    run = run_agent(FirstCalls(brain, made), tools, task, batch=True, max_steps=max_steps, system=system,
-                    history=history or None, on_event=made.on_event, transcript_path=_fresh(transcript),
-                    **loop_options(column))  # fmt: skip
+    settings = loop_settings(column, batch=True, max_steps=max_steps, system=system, on_event=made.on_event)
+    run = run_agent(FirstCalls(brain, made), tools, task, settings=settings, history=history or None,
+                    transcript_path=_fresh(transcript))  # fmt: skip
     facts = _run_facts(run, time.perf_counter() - started)
     facts["decision_gap"] = made.gaps[0] if made.gaps else None
     facts["more_gap"] = made.mores[0] if made.mores else None
@@ -276,8 +278,9 @@ def run_loop_multi(
     system, earlier, _ = _split(item.turns[0])
     if earlier or any(len(turn) != 1 for turn in item.turns[1:]):
         raise ValueError(f"{item.id}: a multi-turn entry whose turns are not one user message each")
-    options = {"batch": True, "max_steps": max_steps, "system": system, "on_event": made.on_event,
-               "transcript_path": _fresh(transcript), **loop_options(column, state_line(item, session))}  # fmt: skip
+    settings = loop_settings(column, state_line(item, session), batch=True, max_steps=max_steps, system=system,
+                             on_event=made.on_event)  # fmt: skip
+    options = {"settings": settings, "transcript_path": _fresh(transcript)}
     with warnings.catch_warnings(record=True) as warned:  # a tight window is a fact of the record, not a crash
         warnings.simplefilter("always", UserWarning)
         try:

@@ -58,6 +58,7 @@ from shapeloop.many import run_many
 from shapeloop.policies import Policy
 from shapeloop.router import RouterBrain
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript, choose_mode
+from shapeloop.settings import RunSettings
 from shapeloop.step import Batch, Step, flat_schema, step_schema
 from shapeloop.toolbox import Approver, Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import Tool, ToolCall, tool
@@ -104,6 +105,7 @@ __all__ = [
     "ReplyUnreadable",
     "Request",
     "RouterBrain",
+    "RunSettings",
     "RunStopped",
     "SchemaRefused",
     "SchemaSupport",

@@ -23,6 +23,7 @@ from shapeloop.events import ConsoleSink
 from shapeloop.limits import Limits, json_decoder
 from shapeloop.output import typed_answer
 from shapeloop.run import AgentRun, StopReason
+from shapeloop.settings import RunSettings
 from shapeloop.text import json_text, printable, to_json
 from shapeloop.toolbox import Approver
 from shapeloop.tools import Tool, ToolCall
@@ -154,18 +155,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     sink = None if args.json else ConsoleSink()
     with _served(args, tools) as served, closing(_load_brain(args)) as brain:
         tools = [*tools, *served]
-        run = run_agent(
-            brain,
-            tools,
-            args.task,
-            max_steps=args.max_steps,
-            mode=args.mode,
-            approve=_approver(args.approve, tools),
-            on_event=sink,
-            transcript_path=args.transcript,
-            output_type=output_schema,
-            policies=policies.resolve(args.policies),
-        )
+        settings = _settings(args, tools, on_event=sink, output_type=output_schema)
+        run = run_agent(brain, tools, args.task, settings=settings, transcript_path=args.transcript)
     if args.json:
         model = args.model or models.DEFAULT_MODEL
         record = {"backend": args.backend, "model": model, **run.to_dict()}
@@ -229,12 +220,8 @@ def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
 
     # the history gets what the window leaves after the system prompt (the tools) and a request's steps
     try:
-        talk = Conversation(
-            brain, tools, context_window=args.ctx, max_steps=args.max_steps, mode=args.mode,
-            approve=_approver(args.approve, tools),
-            on_event=ConsoleSink(), transcript_path=args.transcript,
-            policies=policies.resolve(args.policies),
-        )  # fmt: skip
+        talk = Conversation(brain, tools, context_window=args.ctx, transcript_path=args.transcript,
+                            settings=_settings(args, tools, on_event=ConsoleSink()))  # fmt: skip
     except WindowTooSmall as exc:
         raise UsageError(
             f"--ctx {exc.window}: the workspace tools' documentation alone takes {exc.taken} tokens of it, so no "
@@ -349,6 +336,12 @@ def _cmd_mcp_list(args: argparse.Namespace) -> int:
             print(f"  {printable(made.signature())}  [{mcp.hint_words(made)}]")
             print(f"      {printable(made.description)}")
     return EXIT_OK
+
+
+def _settings(args: argparse.Namespace, tools: Sequence[Tool], **fields: Any) -> RunSettings:
+    """The run's settings the options of ``run`` and ``chat`` give, with ``fields`` beside them."""
+    return RunSettings(max_steps=args.max_steps, mode=args.mode, approve=_approver(args.approve, tools),
+                       policies=policies.resolve(args.policies), **fields)  # fmt: skip
 
 
 def _cmd_pull(args: argparse.Namespace) -> int:

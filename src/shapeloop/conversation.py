@@ -43,12 +43,13 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, TypeAdapter, ValidationError
 
 from shapeloop import prompts
-from shapeloop.agent import as_sinks, check_options, opening_prompt, run_agent
+from shapeloop.agent import opening_prompt, run_agent
 from shapeloop.brain import Brain, Message, Role, Usage, as_brain
 from shapeloop.errors import TranscriptError
 from shapeloop.events import Event, ToolCalled
 from shapeloop.extract import extract_step
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
+from shapeloop.settings import RunSettings, settings_of
 from shapeloop.step import Batch, Step
 from shapeloop.toolbox import Toolbox
 from shapeloop.tools import Tool, ToolCall
@@ -68,8 +69,6 @@ _DROP = "[an earlier request cut, "  # how the marker of a request cut whole beg
 # The markers of requests cut whole, one request's and several requests' merged, read back to merge them.
 _ONE_CUT = re.compile(rf"\[an earlier request cut, (\d+) messages: .*: ([\d ]+) characters, {_WHY}\]")
 _MANY_CUT = re.compile(rf"\[(\d+) earlier requests cut, (\d+) messages: ([\d ]+) characters, {_WHY}\]")
-_OWN = frozenset({"brain", "tools", "task", "history"})  # run_agent's arguments a conversation fills in
-_CHECKED = ("max_steps", "stuck_limit", "max_seconds", "mode", "policies")  # checked when it is made
 _CALL_CHARS = 120  # how much of a call a marker shows
 _WHOLE, _RESULTS_CUT, _FOLDED, _DROPPED = 0, 1, 2, 3  # how far a request's messages are cut
 
@@ -154,10 +153,14 @@ class Conversation:
         turn_room: the tokens a ``context_window`` budget keeps for a request's own steps.
         transcript_path: a file the conversation's log is appended to after each request (JSON
             Lines, the format :meth:`resume` reads), instead of each run's own transcript.
-        **options: the other options of :func:`~shapeloop.run_agent`.
+        settings: the options of every request's run (:class:`~shapeloop.RunSettings`), held as
+            :attr:`settings`; the defaults when None.
+        **options: fields of :class:`~shapeloop.RunSettings`, each in place of ``settings``' own
+            (``Conversation(brain, tools, policies=..., batch=True, max_steps=8)``).
 
     Raises:
-        TypeError: an option :func:`~shapeloop.run_agent` does not take, a budget that is not a whole
+        TypeError: an option :class:`~shapeloop.RunSettings` has no field for (``task`` and
+            ``history`` included: the conversation gives those), a budget that is not a whole
             number, or a brain whose ``count_tokens`` does not return one.
         ValueError: a budget or window below 1, more than one of them, or a token budget for a
             brain that cannot count.
@@ -174,16 +177,11 @@ class Conversation:
         context_window: int | None = None,
         turn_room: int = DEFAULT_TURN_ROOM,
         transcript_path: str | os.PathLike[str] | None = None,
+        settings: RunSettings[Any] | None = None,
         **options: Any,
     ) -> None:
-        unknown = sorted(set(options) - (_run_options() - _OWN))
-        if unknown:
-            raise TypeError(f"Conversation got option(s) run_agent does not take: {', '.join(unknown)}")
-        for name in ("allow_tools", "deny_tools", "policies"):  # read by every request: a generator only once
-            if options.get(name) is not None and not isinstance(options[name], str):
-                options[name] = list(options[name])
-        given_or_default = {**_run_defaults(), **options}
-        check_options(**{name: given_or_default[name] for name in _CHECKED})  # now, not at the first request
+        # checked now, not at the first request; a generator of tools' names, policies or hooks is read once
+        self.settings = settings_of(settings, options, who="Conversation")
         given = {"max_history_chars": max_history_chars, "max_history_tokens": max_history_tokens,
                  "context_window": context_window}  # fmt: skip
         for name, value in {**given, "turn_room": turn_room}.items():
@@ -200,15 +198,13 @@ class Conversation:
             raise ValueError("turn_room applies to a budget worked out from context_window: give context_window too")
         self.tools = list(tools)
         if context_window is not None:
-            max_history_tokens = _window_budget(brain, self.tools, options, context_window, turn_room)
+            max_history_tokens = _window_budget(brain, self.tools, self.settings, context_window, turn_room)
         elif max_history_tokens is not None and not isinstance(brain, TokenCounter):
             raise ValueError(
                 f"max_history_tokens needs a brain that counts tokens (count_tokens); {type(brain).__name__} "
                 "does not: give max_history_chars, or context_window (a budget then estimated in tokens)"
             )
         self.brain = brain
-        self._sinks = as_sinks(options.pop("on_event", None))  # a generator of hooks, read once, serves every request
-        self.options = options
         self.max_history_tokens = max_history_tokens
         none_given = max_history_chars is None and max_history_tokens is None
         self.max_history_chars = DEFAULT_HISTORY_CHARS if none_given else max_history_chars
@@ -251,8 +247,8 @@ class Conversation:
         earlier = self.history
         seen: list[Event] = []
         try:
-            run = run_agent(self.brain, self.tools, request, history=earlier, on_event=[seen.append, *self._sinks],
-                            **self.options)  # fmt: skip
+            run = run_agent(self.brain, self.tools, request, settings=self.settings, history=earlier,
+                            on_event=(seen.append, *self.settings.sinks))  # fmt: skip
         except BaseException as exc:
             self._crashed(request, bool(earlier), seen, exc)
             raise
@@ -536,16 +532,16 @@ class Conversation:
 
 
 def _window_budget(
-    brain: Brain | Callable[..., Any], tools: Sequence[Tool], options: dict[str, Any], window: int, room: int
+    brain: Brain | Callable[..., Any], tools: Sequence[Tool], settings: RunSettings[Any], window: int, room: int
 ) -> int:
     """The history's tokens in ``window``: less the system prompt every request's run opens with
     (counted by the brain, or estimated by :func:`estimate_tokens`) and ``room``, at least a quarter
     of it. In ``mode="native"``, with a brain that takes native tool calls, the backend renders the
     offered tools' specs as well, so they are counted too."""
-    prompt = opening_prompt(tools, **options)
-    if options.get("mode") == Mode.NATIVE and as_brain(brain).capabilities.native_tools:
-        offered = Toolbox(tools, allow=options.get("allow_tools"), deny=options.get("deny_tools"),
-                          limits=options.get("limits")).tools.values()  # fmt: skip
+    prompt = opening_prompt(tools, settings=settings)
+    if settings.mode == Mode.NATIVE and as_brain(brain).capabilities.native_tools:
+        offered = Toolbox(tools, allow=settings.allow_tools, deny=settings.deny_tools,
+                          limits=settings.limits).tools.values()  # fmt: skip
         prompt += "\n" + json.dumps([t.spec() for t in offered], ensure_ascii=False)
     taken = _tokens(brain, [Message(role="system", content=prompt)])
     if taken >= window:
@@ -896,15 +892,6 @@ def _caller() -> tuple[str, int]:
     """The file and line of the code that called :meth:`Conversation.resume`, for its warnings."""
     frame = inspect.stack(0)[2]
     return frame.filename, frame.lineno
-
-
-def _run_defaults() -> dict[str, Any]:
-    parameters = inspect.signature(run_agent).parameters
-    return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
-
-
-def _run_options() -> set[str]:
-    return set(inspect.signature(run_agent).parameters)
 
 
 def _count(number: int) -> str:

@@ -22,14 +22,17 @@ from typing import Any
 
 from shapeloop.agent import run_agent
 from shapeloop.brain import BaseBrain, Brain, Usage, as_brain
-from shapeloop.events import Event, ModeChanged, ReplyReceived, RunStopped, Sink, StepBegan
+from shapeloop.events import Event, ModeChanged, ReplyReceived, RunStopped, StepBegan
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
+from shapeloop.settings import RunSettings, settings_of
 
 Job = Mapping[str, Any]
-"""One run: ``run_agent``'s keyword arguments (``brain``, ``tools``, ``task``, and any option)."""
+"""One run: ``run_agent``'s keyword arguments (``brain``, ``tools``, ``task``, ``settings`` and any
+field of :class:`~shapeloop.RunSettings`)."""
 
 _NEEDED = ("brain", "tools", "task")
-_OPTIONS = frozenset(inspect.signature(run_agent).parameters)
+# what run_agent takes besides the settings' fields (its **options)
+_OWN = frozenset(name for name, p in inspect.signature(run_agent).parameters.items() if p.kind is not p.VAR_KEYWORD)
 _POLL = 0.1  # seconds between looks at the cancel flag while waiting: Ctrl-C reaches the main thread between them
 
 
@@ -52,8 +55,11 @@ def run_many(
 
     Args:
         jobs: mappings of ``run_agent``'s keyword arguments; each needs ``brain``, ``tools`` and
-            ``task``. Jobs may share a brain: each exclusive model in it (``Capabilities.exclusive``,
-            found through :attr:`~shapeloop.BaseBrain.members`) serves one run at a time.
+            ``task``, and may give ``settings`` (one :class:`~shapeloop.RunSettings` may serve every
+            job) and fields of it in place of its own. Each job's settings are made (and checked)
+            before anything runs. Jobs may share a brain: each exclusive model in it
+            (``Capabilities.exclusive``, found through :attr:`~shapeloop.BaseBrain.members`) serves
+            one run at a time.
         concurrency: runs in flight at once (threads).
         on_done: called as ``on_done(index, run)`` when each job ends, one call at a time (a
             progress bar), from the thread that ran it. If it raises, that job comes back stopped as
@@ -66,8 +72,8 @@ def run_many(
 
     Raises:
         ValueError: ``concurrency`` is below 1, ``grace_seconds`` below 0, or a job is not a mapping,
-            lacks a required key or names an option ``run_agent`` does not take (checked before
-            anything runs).
+            lacks a required key, names an option ``run_agent`` does not take, or has settings
+            :class:`~shapeloop.RunSettings` refuses (checked before anything runs, the job named).
     """
     batch = _Batch(list(jobs), on_done)
     if concurrency < 1:
@@ -89,9 +95,7 @@ def run_many(
 
 class _Batch:
     def __init__(self, jobs: list[Job], on_done: Callable[[int, AgentRun], None] | None) -> None:
-        for index, job in enumerate(jobs):
-            _check(index, job)
-        self.jobs = jobs
+        self.jobs = [_made(index, job) for index, job in enumerate(jobs)]
         self.on_done = on_done
         self.cancel = threading.Event()
         self.results: dict[int, AgentRun] = {}
@@ -100,7 +104,7 @@ class _Batch:
         self._next_lock = threading.Lock()
         self._done_lock = threading.Lock()
         self._collected = False
-        self._locks = _Locks(job["brain"] for job in jobs)
+        self._locks = _Locks(job["brain"] for job in self.jobs)
         self._left = len(jobs)  # jobs not taken by a worker yet
         self._in_flight = 0  # jobs taken and not ended
         self._changed = threading.Event()  # a job was taken or ended
@@ -154,12 +158,9 @@ class _Batch:
 
     def _run(self, index: int, job: Job) -> AgentRun:
         recorder = self.recorders[index] = _Recorder(self.cancel)
-        given = job.get("on_event")
-        sinks: list[Sink] = [recorder]
-        if given is not None:
-            sinks += [given] if callable(given) else list(given)
+        settings: RunSettings[Any] = job["settings"]
         try:
-            return run_agent(**{**job, "on_event": sinks})
+            return run_agent(**{**job, "settings": settings.replace(on_event=(recorder, *settings.sinks))})
         except BaseException as exc:  # noqa: BLE001 - any failure of a job (SystemExit too) is that job's stop
             return _failed(job, index, exc, recorder.snapshot())
 
@@ -269,15 +270,29 @@ class _Recorder:
         return tuple(self.events)
 
 
-def _check(index: int, job: object) -> None:
+def _made(index: int, job: object) -> Job:
+    """The job with its settings made: its ``settings`` (or the defaults) with its own options in place.
+
+    Raises:
+        ValueError: what :func:`run_many` refuses before anything runs, the job named.
+    """
     if not isinstance(job, Mapping):
         raise ValueError(f"job {index} is a {type(job).__name__}; a job is a mapping of run_agent's keyword arguments")
     missing = [key for key in _NEEDED if key not in job]
     if missing:
         raise ValueError(f"job {index} lacks {', '.join(missing)}: every job needs brain, tools and task")
-    unknown = sorted(set(job) - _OPTIONS)
+    unknown = sorted(set(job) - _OWN - RunSettings.fields())
     if unknown:
         raise ValueError(f"job {index} has {', '.join(unknown)}, which run_agent does not take")
+    own = {key: value for key, value in job.items() if key in _OWN and key != "settings"}
+    options = {key: value for key, value in job.items() if key not in _OWN}
+    if own.get("output_type") is not None:  # run_agent names it apart only for type checkers
+        options["output_type"] = own.pop("output_type")
+    try:
+        settings = settings_of(job.get("settings"), options, who=f"job {index}")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"job {index}: {exc}") from exc
+    return {**own, "settings": settings}
 
 
 def _not_started(job: Job) -> AgentRun:
@@ -327,11 +342,8 @@ def _stopped(job: Job, seen: Sequence[Event], stop: StopReason, reason: str, *, 
 
 
 def _mode(job: Job, seen: Sequence[Event]) -> Mode:
-    """The mode the run was last in: from its events, else the one the job asked for."""
+    """The mode the run was last in: from its events, else the one the job's settings ask for."""
     for event in reversed(seen):
         if isinstance(event, (ModeChanged, StepBegan)):
             return event.mode
-    try:
-        return Mode(job.get("mode", Mode.CONSTRAINED))
-    except ValueError:
-        return Mode.CONSTRAINED
+    return Mode(job["settings"].mode)
