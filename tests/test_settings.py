@@ -67,6 +67,8 @@ def test_values_are_kept_in_one_form_so_a_generator_is_read_once() -> None:
         ({"policies": "default"}, TypeError, r"resolve\('default'\)"),
         ({"policies": LookupHint()}, TypeError, r"not one: write policies=\[LookupHint\(...\)\]"),
         ({"policies": ["fit-floor"]}, TypeError, "Policy objects"),
+        ({"on_event": 3}, TypeError, "on_event takes a callable that takes an event, or several, not 3"),
+        ({"on_event": [print, "log.jsonl"]}, TypeError, "on_event takes a callable"),
     ],
 )
 def test_a_bad_value_is_refused_when_the_settings_are_made(fields: dict[str, Any], error: type, words: str) -> None:

@@ -134,7 +134,12 @@ class RunSettings(Generic[OutputT]):
     def sinks(self) -> tuple[Sink, ...]:
         """``on_event`` as the tuple of sinks it is kept as (empty for none)."""
         given = self.on_event
-        return () if given is None else (given,) if callable(given) else tuple(given)
+        if given is None or callable(given):
+            return () if given is None else (given,)
+        sinks = tuple(given) if isinstance(given, Iterable) else None
+        if sinks is None or not all(callable(sink) for sink in sinks):
+            raise TypeError(f"on_event takes a callable that takes an event, or several, not {given!r}")
+        return sinks
 
     def replace(self, **changes: Any) -> RunSettings[OutputT]:
         """These settings with ``changes`` in place of their fields, checked as a new object is.
