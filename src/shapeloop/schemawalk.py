@@ -197,7 +197,7 @@ _PROBE = "$shapeloop-probe"  # a keyword of the probing validator only
 _PROBE_REF = "urn:shapeloop:probe"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class _Mark:
     """A subschema stood in for while probing: it notes when it is applied to ``subject`` itself."""
 
@@ -223,12 +223,15 @@ def _same_value(node: Mapping[str, Any], spec: Specification[Any], cls: Any) -> 
     subjects: tuple[Any, ...] = (keys, [], "", 0, None)
     for subject in subjects:
         for fail in (False, True):
-            marks = {id(sub): {_PROBE: _Mark(index, fail, subject, hits)} for index, sub in enumerate(subs)}
+            marks = {
+                id(sub): {_PROBE: _Mark(index=index, fail=fail, subject=subject, hits=hits)}
+                for index, sub in enumerate(subs)
+            }
             stand_in = _stood_in(node, marks)
             registry: Registry[Any] = Registry()
             if "$ref" in node:
                 stand_in["$ref"] = _PROBE_REF
-                target = spec.create_resource({_PROBE: _Mark(-1, fail, subject, hits)})
+                target = spec.create_resource({_PROBE: _Mark(index=-1, fail=fail, subject=subject, hits=hits)})
                 registry = registry.with_resource(_PROBE_REF, target)
             list(probe(stand_in, registry=registry).iter_errors(subject))
     return [id(sub) for index, sub in enumerate(subs) if index in hits], -1 in hits

@@ -1,8 +1,9 @@
 """The run's tool policy: which tools are offered, approval, truncation, and running a call safely.
 
-Whatever goes wrong in a call (bad arguments, an unknown name, an exception, a refusal) comes back
-as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never dies of a tool. The
-calls of one batch run concurrently, except those that share a lock key; a refusal cancels the
+Whatever goes wrong in a call (bad arguments, an unknown name, an exception, ``SystemExit``, a
+refusal) comes back as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never
+dies of a tool; only Ctrl-C stops it. A call's time covers checking its arguments, the call, and
+turning what it returned into text. The calls of one batch run concurrently, except those that share a lock key; a refusal cancels the
 whole batch (``CANCELLED: ...``). A call that runs past its time limit ends as ``ERROR: ... timed
 out``; its thread cannot be killed, so the tool runs on in the background and its result is dropped.
 """
@@ -252,7 +253,7 @@ class Toolbox:
         return ToolStatus.ERROR, f"ERROR: there is no tool named {name!r}. Available tools: {offered}."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Clock:
     """The time of the calls of one step: the run's deadline (``max_seconds``), if it has one."""
 
@@ -260,7 +261,7 @@ class _Clock:
 
     @classmethod
     def start(cls, seconds_left: float | None) -> _Clock:
-        return cls(None if seconds_left is None else time.monotonic() + seconds_left)
+        return cls(until=None if seconds_left is None else time.monotonic() + seconds_left)
 
     def limit(self, timeout: float | None, spent: float) -> tuple[float | None, str]:
         """The seconds a call may still take, ``spent`` seconds into its ``timeout``, and which limit says so."""
