@@ -2,10 +2,11 @@
 
 Whatever goes wrong in a call (bad arguments, an unknown name, an exception, ``SystemExit``, a
 refusal) comes back as text the model can read: ``ERROR: ...`` or ``DENIED: ...``. The loop never
-dies of a tool; only Ctrl-C stops it. A call's time covers checking its arguments, the call, and
-turning what it returned into text. The calls of one batch run concurrently, except those that share a lock key; a refusal cancels the
-whole batch (``CANCELLED: ...``). A call that runs past its time limit ends as ``ERROR: ... timed
-out``; its thread cannot be killed, so the tool runs on in the background and its result is dropped.
+dies of a tool; only Ctrl-C stops it. The calls of one batch run concurrently, except those that
+share a lock key; a refusal cancels the whole batch (``CANCELLED: ...``). A call's time covers
+checking its arguments, the call, and turning what it returned into text; a call that runs past it
+ends as ``ERROR: ... timed out``; its thread cannot be killed, so the tool runs on in the background
+and its result is dropped.
 """
 
 from __future__ import annotations
