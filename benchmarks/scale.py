@@ -32,20 +32,20 @@ from benchmarks.__main__ import choose
 from benchmarks.common import MEASUREMENTS, model_info, write
 from benchmarks.suite import AnyTask, tools_for
 from benchmarks.tasks import WORKSPACE
-from shapeloop import AgentRun, Brain, models, run_agent, run_many
+from shapeloop import AgentRun, Brain, RunSettings, models, run_agent, run_many
 from shapeloop.backends.openai import OpenAIBrain
 
 MODEL = "qwen2.5-coder-0.5b"
 LEVELS = (1, 2, 4, 8)
 TASKS = 8  # per level: the first of the --quick slice
 MAX_STEPS = 6
+SETTINGS = RunSettings(max_steps=MAX_STEPS, approve=lambda call: True)  # every run's, at every level
 
 
 def job(brain: Brain, task: AnyTask, root: Path) -> dict[str, Any]:
     """``run_agent``'s arguments for one task in its own copy of the workspace."""
     shutil.copytree(WORKSPACE, root)
-    return {"brain": brain, "tools": tools_for(task, root), "task": task.prompt, "max_steps": MAX_STEPS,
-            "approve": lambda call: True}  # fmt: skip
+    return {"brain": brain, "tools": tools_for(task, root), "task": task.prompt, "settings": SETTINGS}
 
 
 def outcome(task: AnyTask, run: AgentRun, root: Path) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmarks.fc_tasks import CallTask, first_call_ok
 from benchmarks.tasks import WORKSPACE, Task
-from shapeloop import AgentRun, Brain, Tool, run_agent, workspace_tools
+from shapeloop import AgentRun, Brain, RunSettings, Tool, run_agent, workspace_tools
 from shapeloop.events import (
     AnswerGiven,
     AnswerRejected,
@@ -103,11 +103,11 @@ def run_task(
                 gaps.append(getattr(brain, "last_stats", {}).get("decision_gap"))
 
         tools = tools_for(task, root)
-        run = run_agent(
-            brain, tools, task.prompt, max_steps=max_steps, mode=mode,  # type: ignore[arg-type]
-            schema=schema, approve=lambda call: True, stuck_limit=stuck_limit, on_event=note_gap,  # type: ignore[arg-type]
-            policies=chosen,
+        settings = RunSettings(
+            max_steps=max_steps, mode=mode, schema=schema, approve=lambda call: True,  # type: ignore[arg-type]
+            stuck_limit=stuck_limit, on_event=note_gap, policies=chosen,
         )  # fmt: skip
+        run = run_agent(brain, tools, task.prompt, settings=settings)
         seconds = time.perf_counter() - started
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
