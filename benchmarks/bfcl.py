@@ -65,11 +65,14 @@ DEFAULT_COLUMNS = "raw,plain,default"
 CONTEXT = 8192  # live_multiple offers up to ~30 long function docs
 
 
-def make_brain(backend: str, model: str, base_url: str | None, context: int) -> Brain:
-    """The model on the chosen backend."""
+def make_brain(backend: str, model: str, base_url: str | None, context: int, threads: int | None = None) -> Brain:
+    """The model on the chosen backend (``threads``: the embedded backend's CPU threads; all cores when None)."""
     from shapeloop import backends
 
-    return backends.create(backend, model, base_url=base_url, context=context if backend == "llamacpp" else None)
+    if backend == "llamacpp":
+        return backends.create(backend, model, base_url=base_url, context=context,
+                               **({"n_threads": threads} if threads else {}))  # fmt: skip
+    return backends.create(backend, model, base_url=base_url, context=None)
 
 
 def plan(args: argparse.Namespace) -> list[Item]:
@@ -195,7 +198,7 @@ def run(args: argparse.Namespace, items: Sequence[Item], columns: Sequence[str])
     if args.ray is not None:
         on_ray(args, todo, write)
         return
-    brain = make_brain(args.backend, args.model, args.base_url, args.context)
+    brain = make_brain(args.backend, args.model, args.base_url, args.context, args.threads)
     forget = getattr(brain, "forget_prompt", None)
     if args.cold and not callable(forget):
         brain.close()
@@ -244,6 +247,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--base-url", help="the server, for --backend ollama or openai")
     parser.add_argument("--context", type=int, default=CONTEXT, help=f"llamacpp context window (default {CONTEXT})")
+    parser.add_argument("--threads", type=int, help="llamacpp CPU threads (default: all cores; 1 keeps a run steady "
+                        "beside other work, where two threads wait on each other)")
     parser.add_argument("--max-steps", type=int, default=6, help="loop steps per item (per turn for multi-turn)")
     parser.add_argument("--concurrency", type=int, default=1, help="items in flight at once against a server")
     parser.add_argument("--cold", action="store_true",

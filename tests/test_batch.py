@@ -22,7 +22,7 @@ from shapeloop import (
     run_agent,
     tool,
 )
-from shapeloop.events import CallsMerged, RepeatNoticed, ToolCalled, ToolReturned
+from shapeloop.events import CallsMerged, RepeatNoticed, ThoughtGiven, ToolCalled, ToolReturned
 from shapeloop.step import MAX_BATCH, Batch, step_schema
 
 
@@ -194,7 +194,7 @@ def test_the_tool_decorator_takes_a_lock_key() -> None:
     assert write.lock({"path": "a.txt"}) == "a.txt" and tool(lock_key="db")(write.fn).lock({}) == "db"
 
 
-def test_one_refusal_cancels_the_whole_batch_and_every_call_is_reported_cancelled() -> None:
+def test_one_refusal_denies_that_call_and_cancels_the_rest_of_the_batch() -> None:
     ran: list[str] = []
 
     @tool(needs_approval=True)
@@ -220,12 +220,12 @@ def test_one_refusal_cancels_the_whole_batch_and_every_call_is_reported_cancelle
     brain = ScriptedBrain([step, answer_step("cancelled")])
     run = run_agent(brain, [delete, read], "t", batch=True, approve=approve)
     assert ran == [] and asked == ["tmp.txt", "keep.txt"]
-    assert [e.status for e in returned(run)] == [ToolStatus.CANCELLED] * 4
+    statuses = [ToolStatus.CANCELLED, ToolStatus.CANCELLED, ToolStatus.DENIED, ToolStatus.CANCELLED]
+    assert [e.status for e in returned(run)] == statuses
     feedback = brain.asked[1].messages[-1]["content"]
-    assert feedback.count("CANCELLED: ") == 4
-    assert "[3] delete" in feedback and "delete was not approved (not that one), so the whole batch was cancelled" in (
-        feedback
-    )
+    assert feedback.count("CANCELLED: ") == 3
+    assert "[3] delete" in feedback and "DENIED: delete was not approved (not that one). Do not retry it" in feedback
+    assert "The other 3 calls of this step did not run." in feedback
     assert 'the batch was cancelled because delete({"path": "keep.txt"}) was not approved (not that one)' in feedback
 
 
@@ -321,7 +321,7 @@ def test_a_call_written_twice_in_one_step_runs_once_and_the_model_is_told() -> N
     ])  # fmt: skip
     run = run_agent(brain, [note], "Note a and b.", batch=True)
     assert run.stop is StopReason.ANSWERED
-    assert ran == [{"text": "a"}, {"text": "b"}]
+    assert sorted(ran, key=str) == [{"text": "a"}, {"text": "b"}]  # distinct calls run concurrently
     merged = [e for e in run.events if isinstance(e, CallsMerged)]
     assert [(e.call.args["text"], e.times) for e in merged] == [("a", 3)]
     fed = brain.asked[1].messages[-1]["content"]
@@ -347,3 +347,23 @@ def test_batch_is_the_default_step_shape() -> None:
     schema = brain.asked[0].schema
     assert schema is not None and "calls" in json.dumps(schema) and "reason" not in json.dumps(schema)
     assert brain.asked[0].messages[0]["content"].startswith("You can call these functions:")
+
+
+def test_a_single_refused_call_of_the_default_step_is_denied_as_in_the_five_field_step() -> None:
+    @tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    for batch in (True, False):
+        step = calls(("delete", {"path": "a"})) if batch else tool_step("delete", path="a")
+        brain = ScriptedBrain([step, json.dumps({"answer": "no"}) if batch else answer_step("no")])
+        run = run_agent(brain, [delete], "t", batch=batch, approve=lambda call: "not today")
+        assert [e.status for e in returned(run)] == [ToolStatus.DENIED], batch
+        fed = brain.asked[1].messages[-1]["content"]
+        assert "DENIED: delete was not approved (not today). Do not retry it" in fed and "CANCELLED" not in fed
+
+
+def test_a_calls_step_shows_no_empty_thought() -> None:
+    run = run_agent(ScriptedBrain([calls(("lookup", {"key": "colour"})), json.dumps({"answer": "red"})]), [lookup], "t")
+    assert not [e for e in run.events if isinstance(e, ThoughtGiven)]

@@ -4,16 +4,16 @@ can have; on the scripted brain."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -254,61 +254,81 @@ def test_a_last_line_torn_inside_a_multibyte_character_is_left_out_with_the_warn
 # issue 49 item 5: a full disk while a conversation streams its log
 
 
-class FillingFile:
-    """A file on a disk that fills after ``room`` more characters: the write that passes it raises ENOSPC."""
+# The disk fills for real: the child process may not grow a file past ``room`` bytes (RLIMIT_FSIZE,
+# SIGXFSZ ignored, so the write fails with EFBIG as a full disk fails with ENOSPC), until it lifts the
+# limit itself ("space freed"). Nothing in shapeloop is patched.
+FULL_DISK = """
+import json, resource, sys
+from shapeloop import Conversation, ScriptedBrain, TranscriptError, tool
 
-    def __init__(self, real: IO[str], room: int) -> None:
-        self.real, self.room = real, room
+@tool
+def note(text: str) -> str:
+    \"\"\"Write a note.\"\"\"
+    return "noted: " + text + " details" * 30
 
-    def write(self, text: str) -> int:
-        if len(text) > self.room:
-            self.real.write(text[: self.room])  # a write torn where the disk filled
-            self.room = 0
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        self.room -= len(text)
-        return self.real.write(text)
+def step(messages, schema):
+    if messages[-1]["content"].startswith(("Result of ", "Results of ")):
+        return json.dumps({"answer": "Noted it: " + "done " * 15})
+    return json.dumps({"calls": [{"name": "note", "arguments": {"text": messages[-1]["content"][-30:]}}]})
 
-    def flush(self) -> None:
-        self.real.flush()
-
-    def close(self) -> None:
-        self.real.close()
-
-
-def test_a_full_disk_keeps_the_request_in_the_history_and_says_the_log_could_not_be_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import shapeloop.run
-
-    opened = shapeloop.run.open_jsonl
-    monkeypatch.setattr(shapeloop.run, "open_jsonl", lambda path, **how: FillingFile(opened(path, **how), 600))
-    path = tmp_path / "log.jsonl"
-    talk = Conversation(chatty(), [note], policies=(), transcript_path=path)
-    unwritten = r"cannot write the conversation's log to '.*log\.jsonl': No space left"
-    with pytest.raises(TranscriptError, match=unwritten) as raised:
+path, case = sys.argv[1], sys.argv[2]
+out = {}
+if case == "ask":
+    talk = Conversation(ScriptedBrain(step), [note], policies=(), transcript_path=path)
+    try:
         talk.ask("First: note it.")
-    assert "kept in memory" in str(raised.value) and "save(" in str(raised.value)
-    assert [t.request for t in talk.turns] == ["First: note it."] and talk.turns[0].ok
-    assert talk.history[0]["content"] == "First: note it." and talk.history[-1]["role"] == "assistant"
-    talk.ask("Second: note it.")  # the conversation goes on, in memory
-    talk.save(path)  # space freed: the whole log
-    again = Conversation.resume(path, chatty(), [note], policies=())
-    assert [t.request for t in again.turns] == ["First: note it.", "Second: note it."]
-    assert again.history == talk.history
-
-
-def test_a_full_disk_when_a_run_raised_keeps_the_error_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import shapeloop.run
-
-    opened = shapeloop.run.open_jsonl
-    monkeypatch.setattr(shapeloop.run, "open_jsonl", lambda path, **how: FillingFile(opened(path, **how), 10))
-    talk = Conversation(ScriptedBrain([RuntimeError("out of memory")]), [], policies=(), transcript_path=tmp_path / "l")
-    with pytest.raises(RuntimeError, match="out of memory") as raised:
+    except TranscriptError as exc:
+        out["error"] = str(exc)
+    out["requests"] = [t.request for t in talk.turns]
+    out["ok"] = [t.ok for t in talk.turns]
+    out["history"] = [talk.history[0]["content"], talk.history[-1]["role"]]
+    talk.ask("Second: note it.")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    talk.save(path)
+    again = Conversation.resume(path, ScriptedBrain(step), [note], policies=())
+    out["resumed"] = [t.request for t in again.turns]
+    out["same_history"] = again.history == talk.history
+else:
+    talk = Conversation(ScriptedBrain([RuntimeError("out of memory")]), [], policies=(), transcript_path=path)
+    try:
         talk.ask("First?")
-    assert any("cannot write the conversation's log" in line for line in raised.value.__notes__)
-    assert "First?" in talk.history[0]["content"]
+    except RuntimeError as exc:
+        out["error"] = str(exc)
+        out["notes"] = getattr(exc, "__notes__", [])
+    out["history"] = [talk.history[0]["content"]]
+print(json.dumps(out))
+"""
+
+
+def on_a_full_disk(tmp_path: Path, case: str, room: int) -> dict[str, Any]:
+    """What ``FULL_DISK`` prints, run in a child whose files cannot grow past ``room`` bytes."""
+    resource = pytest.importorskip("resource", reason="no RLIMIT_FSIZE on this system")
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (room, resource.RLIM_INFINITY))
+
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path / "log.jsonl"), case], preexec_fn=limit,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_full_disk_keeps_the_request_in_the_history_and_says_the_log_could_not_be_written(tmp_path: Path) -> None:
+    out = on_a_full_disk(tmp_path, "ask", room=600)
+    unwritten = r"cannot write the conversation's log to '.*log\.jsonl': File too large"
+    assert re.search(unwritten, out["error"]), out["error"]
+    assert "kept in memory" in out["error"] and "save(" in out["error"]
+    assert out["requests"] == ["First: note it."] and out["ok"] == [True]
+    assert out["history"] == ["First: note it.", "assistant"]
+    assert out["resumed"] == ["First: note it.", "Second: note it."] and out["same_history"]
+
+
+def test_a_full_disk_when_a_run_raised_keeps_the_error_and_says_so(tmp_path: Path) -> None:
+    out = on_a_full_disk(tmp_path, "raised", room=10)
+    assert out["error"] == "out of memory"
+    assert any("cannot write the conversation's log" in line for line in out["notes"])
+    assert "First?" in out["history"][0]
 
 
 # issue 49 item 8: resume refuses what is not a regular file, without blocking

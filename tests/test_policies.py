@@ -57,8 +57,8 @@ class ScoringBrain(ScriptedBrain):
     make each other likelier (the scorer the FitFloor policy reads)."""
 
     def __init__(self, script: Sequence[Any], *, floor: float | None = 0.5) -> None:
-        calibration = () if floor is None else (("fit_floor", floor),)
-        super().__init__(list(script), capabilities=Capabilities(logprobs=True, calibration=calibration))
+        calibration = (() if floor is None else (("fit_floor", floor),)) + (("call_margin", -100.0),)
+        super().__init__(list(script), capabilities=Capabilities(logprobs=True, margins=True, calibration=calibration))
         self.scored: list[tuple[str, str]] = []
 
     def continuation_logprobs(self, prefix: str, continuation: str) -> list[float]:

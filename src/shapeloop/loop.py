@@ -144,7 +144,8 @@ class Loop:
         step = self._read(reply)
         if step is None:
             return
-        self._emit(ThoughtGiven(step=self.step, text=step.reason))
+        if step.reason:  # a calls step has no reason to show
+            self._emit(ThoughtGiven(step=self.step, text=step.reason))
         if isinstance(step, Batch):
             if not self.batch:
                 self._barren(reply.text, prompts.batch_off_feedback(), "batch")
@@ -244,7 +245,8 @@ class Loop:
         steps = [Step(reason=reason, action="tool", tool=c.tool, args=dict(c.args), answer="") for c in calls]
         # The record keeps the calls in the step shape, so a later switch to another mode reads on.
         self._say("assistant", batch_json(calls) if self.batch else "\n".join(s.to_json() for s in steps))
-        self._emit(ThoughtGiven(step=self.step, text=reason))
+        if reason:
+            self._emit(ThoughtGiven(step=self.step, text=reason))
         if self.batch:
             self._run_calls(calls, "\n".join(map(str, calls)), batched=True)
             return

@@ -152,7 +152,7 @@ class Toolbox:
         """Run the calls of one step; the results are in the order of ``calls``.
 
         Every call is checked first and every acting call put to the approver, in order. If one is
-        refused, none runs and each is reported as cancelled. Otherwise the calls run concurrently,
+        refused, none runs: that one is reported as denied, the others as cancelled. Otherwise the calls run concurrently,
         except that calls sharing a lock key run one after another in the order given.
         """
         clock = _Clock.start(seconds_left)
@@ -162,9 +162,10 @@ class Toolbox:
             refusal = None if outcomes[index] is not None else self._refusal(call)
             if refusal is not None:
                 return [
-                    self._result(other, ToolStatus.CANCELLED, _cancelled(call, refusal, itself=i == index))
+                    self._result(other, ToolStatus.DENIED, _denied(call, refusal, others=len(calls) - 1))
+                    if i == index else self._result(other, ToolStatus.CANCELLED, _cancelled(call, refusal))
                     for i, other in enumerate(calls)
-                ]
+                ]  # fmt: skip
         lanes: dict[tuple[str, Any], list[int]] = {}
         for index, call in enumerate(calls):
             if outcomes[index] is None:
@@ -273,14 +274,14 @@ class _Clock:
         return min(((s, w) for s, w in limits if s is not None), default=(None, ""))
 
 
-def _denied(call: ToolCall, why: str) -> str:
-    return f"DENIED: {call.tool} was not approved ({why}). Do not retry it; answer without it or use another tool."
+def _denied(call: ToolCall, why: str, *, others: int = 0) -> str:
+    """What the model reads for a call that was not approved (``others``: calls of its step that did not run)."""
+    text = f"DENIED: {call.tool} was not approved ({why}). Do not retry it; answer without it or use another tool."
+    return text + (f" The other {others} call{'s' if others != 1 else ''} of this step did not run." if others else "")
 
 
-def _cancelled(refused: ToolCall, why: str, *, itself: bool) -> str:
-    """What the model reads for each call of a batch in which ``refused`` was not approved."""
-    if itself:
-        return f"CANCELLED: {refused.tool} was not approved ({why}), so the whole batch was cancelled: none of it ran."
+def _cancelled(refused: ToolCall, why: str) -> str:
+    """What the model reads for each other call of a step in which ``refused`` was not approved."""
     return f"CANCELLED: this call did not run: the batch was cancelled because {refused} was not approved ({why})."
 
 
