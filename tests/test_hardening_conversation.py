@@ -308,8 +308,9 @@ def on_a_full_disk(tmp_path: Path, case: str, room: int) -> dict[str, Any]:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (room, resource.RLIM_INFINITY))
 
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path / "log.jsonl"), case], preexec_fn=limit,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
