@@ -152,8 +152,9 @@ class Toolbox:
         """Run the calls of one step; the results are in the order of ``calls``.
 
         Every call is checked first and every acting call put to the approver, in order. If one is
-        refused, none runs: that one is reported as denied, the others as cancelled. Otherwise the calls run concurrently,
-        except that calls sharing a lock key run one after another in the order given.
+        refused, none runs: that one is reported as denied, the others as cancelled. Otherwise the
+        calls run concurrently, except that calls sharing a lock key run one after another in the
+        order given.
         """
         clock = _Clock.start(seconds_left)
         checked = [self._checked(call, clock) for call in calls]
