@@ -34,8 +34,8 @@ def test_native_mode_runs_native_calls_and_takes_text_as_the_answer() -> None:
     assert brain.asked[0].tools[0]["function"]["name"] == "lookup"
     # the call is kept in the record in the step's shape: by default the calls step
     assert brain.asked[1].messages[2]["content"] == '{"calls": [{"name": "lookup", "arguments": {"key": "colour"}}]}'
-    assert [e.kind for e in run.events] == [
-        "step", "reply", "thought", "tool_call", "tool_result", "step", "reply", "thought", "answer", "stop",
+    assert [e.kind for e in run.events] == [  # a native call and a plain-text answer carry no thought to show
+        "step", "reply", "tool_call", "tool_result", "step", "reply", "answer", "stop",
     ]  # fmt: skip
     brain = ScriptedBrain([native_call("lookup", key="colour"), Reply(text="It is red.")], capabilities=NATIVE)
     run = run_agent(brain, [lookup], "Colour?", mode="native", batch=False)
