@@ -227,7 +227,8 @@ def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
     result = box.run(ToolCall(tool="checked", args={"word": "a" * 200}))
     assert result.status is ToolStatus.ERROR and ran == []  # 0.4 s of sleep did not fit in what the check left
     # on a loaded machine the check itself may spend the 0.6 s: then it says so, and nothing ran either
-    said = ("ERROR: checked timed out after 0.6 s (tool_timeout)", "did not run", "in the 0.6 s that all of its patterns")
+    said = ("ERROR: checked timed out after 0.6 s (tool_timeout)", "did not run",
+            "in the 0.6 s that all of its patterns")
     assert any(words in result.text for words in said), result.text
 
 
