@@ -1,7 +1,7 @@
 """How the first call's accuracy falls as an MCP run offers more tools, with and without ``ToolCut``.
 
     python -m benchmarks.mcp_tools --model qwen2.5-coder-0.5b --counts 2,5,10,20,40
-    python -m benchmarks.mcp_tools --quick          # 3 requests at 2 and 20 tools: a smoke check
+    python -m benchmarks.mcp_tools --quick          # 3 requests at 2 and 40 tools: a smoke check
 
 Issue 47, item 5. The tools are those of real MCP servers (time, git, filesystem, fetch, memory,
 sqlite), written out here as the servers list them (names, descriptions, input schemas as
@@ -215,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", default="plain,tool-cut")
     parser.add_argument("--ctx", type=int, default=4096, help="the model's window, and ToolCut's")
     parser.add_argument("--seed", type=int, default=47)
-    parser.add_argument("--quick", action="store_true", help="3 requests at 2 and 20 tools")
+    parser.add_argument("--quick", action="store_true", help="3 requests at 2 and 40 tools (the cut applies at 40)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS / "mcp_tools")
     args = parser.parse_args(argv)
-    counts = [2, 20] if args.quick else [int(c) for c in args.counts.split(",")]
+    counts = [2, len(SPECS)] if args.quick else [int(c) for c in args.counts.split(",")]
     if any(not 1 <= c <= len(SPECS) for c in counts):
         parser.error(f"--counts: each count is 1 to {len(SPECS)}")
     columns = args.columns.split(",")
