@@ -309,6 +309,12 @@ def test_a_command_that_does_not_exist_is_one_clear_error(tmp_path: Path) -> Non
     assert caught.value.server == "no-such-mcp-server"
 
 
+def test_a_missing_working_folder_is_named_as_such(tmp_path: Path) -> None:
+    server = StdioServer(command=sys.executable, args=("-c", "pass"), cwd=tmp_path / "nowhere", name="x")
+    with pytest.raises(ServerUnavailable, match=r"could not start: its folder \(cwd\) '.*nowhere' does not exist"):
+        mcp_tools(server, log_dir=tmp_path)
+
+
 def test_a_server_that_exits_at_start_is_one_error_with_its_stderr_and_log(tmp_path: Path) -> None:
     failing = _script(tmp_path, "import sys\nprint('missing API key', file=sys.stderr)\nsys.exit(1)\n")
     with pytest.raises(ServerUnavailable) as caught:

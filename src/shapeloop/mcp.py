@@ -51,6 +51,7 @@ DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds one call may take; the server stays usable after a call that runs past it."""
 MAX_DESCRIPTION_CHARS = 1000  # of a server's tool description that the model reads
 _STDERR_LINES = 5  # of a server's stderr quoted in an error
+_STDERR_TAIL = 8192  # bytes at the end of its log that they are taken from
 _MAX_DEPTH = 64  # schema levels normalised; deeper ones are left as given (the toolbox refuses them)
 _GRACE = 5.0  # seconds past call_timeout before the client itself is given up on
 
@@ -397,7 +398,10 @@ class _Connection:
             return ""
         if not self.log.closed:
             self.log.flush()
-        lines = Path(self.log_path).read_text(encoding="utf-8", errors="replace").splitlines()[-_STDERR_LINES:]
+        with open(self.log_path, "rb") as handle:  # only its end: a server may write a great deal
+            handle.seek(max(0, os.path.getsize(self.log_path) - _STDERR_TAIL))
+            tail = handle.read().decode("utf-8", errors="replace")
+        lines = tail.splitlines()[-_STDERR_LINES:]
         said = " | ".join(printable(line.strip())[:200] for line in lines if line.strip())
         return f"; its stderr ends: {said} (all of it in {self.log_path})" if said else ""
 
@@ -642,6 +646,8 @@ def _describe(exc: BaseException, spec: ServerSpec) -> str:
             leaves.append(item)
     first = leaves[0] if leaves else exc
     if isinstance(first, FileNotFoundError) and isinstance(spec, StdioServer):
+        if spec.cwd is not None and first.filename is not None and os.fspath(first.filename) == os.fspath(spec.cwd):
+            return f"its folder (cwd) {os.fspath(spec.cwd)!r} does not exist"
         return f"there is no command {spec.command!r}: install it, or give its full path"
     if isinstance(first, MCPError):
         return f"{first.message} (MCP error {first.code}; is it an MCP server, started with the right arguments?)"
