@@ -98,13 +98,18 @@ def _turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge(folder: Path = RECORDS) -> Path:
-    """Build ``bfcl.json`` beside ``folder`` (``measurements/bfcl.json``) from every record under it."""
+    """Build ``bfcl.json`` beside ``folder`` (``measurements/bfcl.json``) from every record under it:
+    summaries per ``tune`` and ``report`` sample, and again per ``screen`` (a part of the tune sample)."""
     records = latest(read_records(folder))
     samples = {n: {c: set(v) for c, v in bfcl_data.sample(n).items()} for n in ("tune", "report")}
     tune_ids = {c: [bfcl_data.items(c)[i].id for i in v] for c, v in bfcl_data.sample("tune").items()}
     models = sorted({r["model"] for r in records})
-    summaries = summarise(records, samples)
-    chart(summaries, folder.parent / "bfcl.png")
+    # the screen sample is part of the tune one: its figures again, on its items alone, so that
+    # columns measured on the screen only are compared on the same items
+    screen = {c: set(v) for c, v in bfcl_data.sample("screen").items()}
+    on_screen = [r for r in records if r["index"] in screen.get(r["category"], set())]
+    summaries = summarise(records, samples) + summarise(on_screen, {"screen": screen})
+    chart([s for s in summaries if s["split"] != "screen"], folder.parent / "bfcl.png")
     return write("bfcl", {
         "benchmark": "bfcl", "bfcl": {"package": BFCL_WHEEL.package, "version": BFCL_WHEEL.version,
                                       "sha256": BFCL_WHEEL.sha256},

@@ -413,7 +413,8 @@ def test_records_are_appended_resume_skips_them_and_merge_summarises(
     assert len(path.read_text().splitlines()) == 4
     summary = json.loads((tmp_path / "bfcl.json").read_text())["summaries"]
     assert {(s["category"], s["split"], s["right"], s["items"]) for s in summary} == {
-        ("irrelevance", "report", 2, 2), ("live_relevance", "tune", 0, 2)}  # fmt: skip
+        ("irrelevance", "report", 2, 2), ("live_relevance", "tune", 0, 2),
+        ("live_relevance", "screen", 0, 2)}  # the screen's items again, on their own  # fmt: skip
     assert "| irrelevance | 100% (2/2" in capsys.readouterr().out
     # The chart is drawn where matplotlib (the bench extra) is installed, and only there.
     has_matplotlib = importlib.util.find_spec("matplotlib") is not None
