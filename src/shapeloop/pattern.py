@@ -166,6 +166,13 @@ class Pattern:
             self._emit(_At(self._one(op, arg, flags).match))
         elif op is sre.SUBPATTERN:
             _, add, remove, body = arg
+            if (add | remove) & _CHARSET_MODES:
+                # re itself does not hold to a scoped (?a:...) everywhere: it tells "É" from (?a:\W)
+                # by the whole pattern's mode in one place and by the group's in another
+                raise PatternRefused(
+                    f"{self.source!r} switches between ASCII and Unicode matching inside a group ((?a:...), "
+                    "(?u:...)), which re applies unevenly: set the mode for the whole pattern with (?a) at its start"
+                )
             self._compile(list(body), sre_compile._combine_flags(flags, add, remove))
         elif op is sre.BRANCH:
             self._branch([list(b) for b in arg[1]], flags)
@@ -206,6 +213,8 @@ class Pattern:
         for split in splits:
             self._program[split] = _Split(split + 1, len(self._program))
 
+
+_CHARSET_MODES = re.ASCII | re.UNICODE | re.LOCALE
 
 _UNSUPPORTED = MappingProxyType(
     {
