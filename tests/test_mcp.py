@@ -309,6 +309,23 @@ def test_a_command_that_does_not_exist_is_one_clear_error(tmp_path: Path) -> Non
     assert caught.value.server == "no-such-mcp-server"
 
 
+def test_server_unavailable_is_one_of_shapeloop_s_errors_and_every_name_stays_in_shapeloop_mcp() -> None:
+    import shapeloop
+    from shapeloop import _mcp_results, errors, mcp, mcp_schema, mcp_servers
+
+    assert ServerUnavailable is errors.ServerUnavailable is shapeloop.ServerUnavailable
+    # found before any run, like a transcript path: not a backend's failed reply, which the loop handles
+    assert ServerUnavailable.__mro__[1] is errors.ShapeloopError
+    assert sorted(mcp.__all__) == [
+        "DEFAULT_CALL_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HttpServer", "LocalServer", "MCPTool", "MCPTools",
+        "ServerSpec", "ServerUnavailable", "StdioServer", "as_server", "hint_words", "mcp_tools",
+        "normalise_schema", "render_result", "servers_from_config",
+    ]  # fmt: skip
+    for module in (mcp_servers, mcp_schema, _mcp_results):
+        for name in module.__all__:
+            assert getattr(mcp, name) is getattr(module, name), name
+
+
 def test_a_missing_working_folder_is_named_as_such(tmp_path: Path) -> None:
     server = StdioServer(command=sys.executable, args=("-c", "pass"), cwd=tmp_path / "nowhere", name="x")
     with pytest.raises(ServerUnavailable, match=r"could not start: its folder \(cwd\) '.*nowhere' does not exist"):
@@ -461,10 +478,10 @@ def test_cli_mcp_list_prints_the_tools_with_their_annotations(calc: str, capsys:
     ("options", "said"),
     [
         (["--mcp", ""], "--mcp '': the MCP server command is empty"),
-        (["--mcp", "'open"], "--mcp \"'open\": No closing quotation"),
+        (["--mcp", "'open"], '--mcp "\'open": No closing quotation'),
         (["--mcp-http", "ftp://x"], "--mcp-http 'ftp://x' is not a URL"),
         (["--mcp-config", "missing.json"], "cannot read --mcp-config missing.json: No such file or directory"),
-        (["--mcp-config", "{bad"], "is not JSON" ),
+        (["--mcp-config", "{bad"], "is not JSON"),
         (["--mcp-config", "[]"], 'an MCP configuration is an object with "mcpServers"'),
         (["--mcp", "no-such-mcp-server"], "MCP server 'no-such-mcp-server' (no-such-mcp-server) could not start"),
     ],

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import answer_step
 from shapeloop import ScriptedBrain, Tool, run_agent
+from shapeloop.cli import main
 from shapeloop.events import PolicyIntervened
+from shapeloop.policies import DEFAULT, available, resolve
 from shapeloop.policies.tool_cut import ToolCut, documentation_tokens
 
 
@@ -73,3 +77,15 @@ def test_the_estimate_and_the_settings() -> None:
     for bad in ({"window": 10}, {"share": 0}, {"share": 1.5}, {"keep": 0}, {"keep": True}):
         with pytest.raises(ValueError):
             ToolCut(**bad)  # type: ignore[arg-type]
+
+
+def test_tool_cut_is_a_named_policy_for_resolve_and_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "tool-cut" in available()
+    [cut] = resolve("tool-cut")
+    assert isinstance(cut, ToolCut) and cut.name == "tool-cut"
+    assert resolve("default,tool-cut,-tool-cut") == DEFAULT
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([answer_step("teal")]))
+    args = ["run", "t", "--root", str(tmp_path), "--script", str(script), "--json", "--policies", "tool-cut"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["policies"] == ["tool-cut"]

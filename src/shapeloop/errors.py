@@ -15,6 +15,7 @@ text the model reads on its next step. These are the caller's and the machine's 
     │       └── OutsideWorkspace  a path that would leave the workspace
     ├── TimedOut                a tool or model call ran past its time limit (the loop turns it into feedback or a stop)
     ├── TranscriptError         a transcript path that cannot be written (found before the run)
+    ├── ServerUnavailable       an MCP server that could not start or be reached (found before the run)
     └── CatalogueError          the model catalogue or its cache
         ├── UnknownModel        a name that is neither in the catalogue nor a GGUF file
         └── ChecksumMismatch    an assembled model whose sha256 is not the pinned one
@@ -97,6 +98,20 @@ class TimedOut(ShapeloopError):
 
 class TranscriptError(ShapeloopError):
     """A transcript path that cannot be written: a folder, a symlink, a missing or read-only folder."""
+
+
+class ServerUnavailable(ShapeloopError):
+    """An MCP server that could not be started or reached; ``mcp_tools`` raises it before any run.
+
+    Attributes:
+        server: the server's name in messages.
+        log_path: the file that holds the server's stderr (stdio servers), or None.
+    """
+
+    def __init__(self, message: str, *, server: str, log_path: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.log_path = log_path
 
 
 class CatalogueError(ShapeloopError):

@@ -16,28 +16,32 @@ Every failure of a call is a result the model reads (``ERROR: ...``): the server
 MCP error, a call past ``call_timeout``, a server that died (named once with the end of its stderr;
 its tools then answer that it is gone). A server that cannot start is one :class:`ServerUnavailable`
 before the run, naming the command, the end of its stderr and the log file that holds all of it.
+
+This module holds the connections; the rest lives beside it and every public name is importable
+from here: the server kinds and the ``mcpServers`` configuration in :mod:`shapeloop.mcp_servers`, a
+listed tool made ours (:class:`MCPTool`, the schema normalised) in :mod:`shapeloop.mcp_schema`, a
+result or a failure as text in ``shapeloop._mcp_results``, :class:`ServerUnavailable` in
+:mod:`shapeloop.errors`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import copy
-import json
 import os
 import shlex
 import tempfile
 import threading
-import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from shapeloop.errors import ShapeloopError, ToolFailure, UsageError
+from shapeloop._mcp_results import describe_failure, render_result
+from shapeloop.errors import ServerUnavailable, ToolFailure, UsageError
+from shapeloop.mcp_schema import MAX_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS
+from shapeloop.mcp_schema import MCPTool, hint_words, listed_tool, normalise_schema
+from shapeloop.mcp_servers import HttpServer, LocalServer, ServerSpec, StdioServer, as_server, servers_from_config
 from shapeloop.text import printable
-from shapeloop.tools import Tool, drop_titles
 
 if TYPE_CHECKING:
     import anyio
@@ -49,204 +53,9 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds a server has to start and answer the handshake and the tool listing."""
 DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds one call may take; the server stays usable after a call that runs past it."""
-MAX_DESCRIPTION_CHARS = 1000  # of a server's tool description that the model reads
 _STDERR_LINES = 5  # of a server's stderr quoted in an error
 _STDERR_TAIL = 8192  # bytes at the end of its log that they are taken from
-_MAX_DEPTH = 64  # schema levels normalised; deeper ones are left as given (the toolbox refuses them)
 _GRACE = 5.0  # seconds past call_timeout before the client itself is given up on
-
-
-class ServerUnavailable(ShapeloopError):
-    """An MCP server that could not be started or reached; raised before any run.
-
-    Attributes:
-        server: the server's name in messages.
-        log_path: the file that holds the server's stderr (stdio servers), or None.
-    """
-
-    def __init__(self, message: str, *, server: str, log_path: str | None = None) -> None:
-        super().__init__(message)
-        self.server = server
-        self.log_path = log_path
-
-
-@dataclass(frozen=True, kw_only=True)
-class StdioServer:
-    """A server started as a command that speaks MCP on its stdin and stdout.
-
-    Args:
-        command: the program (``mcp-server-time``, ``uvx``), found on ``PATH``.
-        args: its arguments.
-        env: environment variables for it; the SDK passes only a few of ours (``HOME``, ``PATH``).
-        cwd: the folder it runs in.
-        name: the server's name in messages (default: the command's file name).
-        prefix: put before each of its tool names (``git_``), to tell apart tools that two servers
-            both name.
-    """
-
-    command: str
-    args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
-    cwd: str | os.PathLike[str] | None = None
-    name: str | None = None
-    prefix: str = ""
-
-    @classmethod
-    def parse(cls, line: str, **options: Any) -> StdioServer:
-        """A server from one command line, split as a shell would (``"uvx mcp-server-git --repository ."``).
-
-        Raises:
-            ValueError: an empty line, or quotes that do not close.
-        """
-        words = shlex.split(line)
-        if not words:
-            raise ValueError("the MCP server command is empty: give the program to run, e.g. 'mcp-server-time'")
-        return cls(command=words[0], args=tuple(words[1:]), **options)
-
-    @property
-    def label(self) -> str:
-        """The name messages give the server."""
-        return self.name or os.path.basename(self.command) or self.command
-
-
-@dataclass(frozen=True, kw_only=True)
-class HttpServer:
-    """A server reached over streamable HTTP at ``url``, with ``headers`` on every request
-    (``{"Authorization": "Bearer ..."}``); ``name`` and ``prefix`` as for :class:`StdioServer`."""
-
-    url: str
-    headers: Mapping[str, str] | None = None
-    name: str | None = None
-    prefix: str = ""
-
-    @property
-    def label(self) -> str:
-        """The name messages give the server."""
-        return self.name or urllib.parse.urlsplit(self.url).netloc or self.url
-
-
-@dataclass(frozen=True, kw_only=True)
-class LocalServer:
-    """An SDK server object (``mcp.server.MCPServer`` or a low-level ``Server``) run in this process:
-    for tests and for tools written with the SDK."""
-
-    server: Any
-    name: str | None = None
-    prefix: str = ""
-
-    @property
-    def label(self) -> str:
-        """The name messages give the server."""
-        return self.name or str(getattr(self.server, "name", "") or "in-process")
-
-
-ServerSpec = StdioServer | HttpServer | LocalServer
-
-
-def as_server(value: ServerSpec | str | Any) -> ServerSpec:
-    """A server from shorthand: a URL (``http://``, ``https://``), a command line, or an SDK server object."""
-    if isinstance(value, StdioServer | HttpServer | LocalServer):
-        return value
-    if isinstance(value, str):
-        if value.strip().lower().startswith(("http://", "https://")):
-            return HttpServer(url=value.strip())
-        return StdioServer.parse(value)
-    from mcp.server import MCPServer, Server
-
-    if isinstance(value, MCPServer | Server):
-        return LocalServer(server=value)
-    raise TypeError(f"an MCP server is a command line, a URL, a StdioServer, HttpServer or LocalServer, not {value!r}")
-
-
-def servers_from_config(config: Mapping[str, Any]) -> list[StdioServer | HttpServer]:
-    """The servers of a configuration in the format Claude Desktop and others keep
-    (``{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {...}}}}``): a
-    server has a ``command`` (with ``args``, ``env``, ``cwd``) or a ``url`` (with ``headers``); ours
-    may also set a ``prefix``; one with ``"disabled": true`` is left out. The key is the server's name.
-
-    Raises:
-        ValueError: a configuration of another shape; the message names the server and the key.
-    """
-    entries = config.get("mcpServers") if isinstance(config, Mapping) else None
-    if not isinstance(entries, Mapping):
-        raise ValueError('an MCP configuration is an object with "mcpServers": {"NAME": {"command": ...}}')
-    servers: list[StdioServer | HttpServer] = []
-    for name, entry in entries.items():
-        where = f"mcpServers.{name}"
-        if not isinstance(entry, Mapping):
-            raise ValueError(f"{where} must be an object with a command or a url")
-        if entry.get("disabled") is True:
-            continue
-        prefix = _strings(entry, "prefix", where) or ""
-        if isinstance(entry.get("url"), str) and "command" not in entry:
-            servers.append(HttpServer(url=entry["url"], headers=_mapping(entry, "headers", where), name=name,
-                                      prefix=str(prefix)))  # fmt: skip
-            continue
-        command = entry.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError(f'{where} needs a "command" (a program to run) or a "url"')
-        args = entry.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise ValueError(f'{where}.args must be a list of strings')
-        servers.append(StdioServer(command=command, args=tuple(args), env=_mapping(entry, "env", where),
-                                   cwd=_strings(entry, "cwd", where), name=name, prefix=str(prefix)))  # fmt: skip
-    return servers
-
-
-def _strings(entry: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = entry.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{where}.{key} must be a string")
-    return value
-
-
-def _mapping(entry: Mapping[str, Any], key: str, where: str) -> dict[str, str] | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError(f"{where}.{key} must be an object of strings")
-    return {str(k): v for k, v in value.items()}
-
-
-@dataclass(frozen=True, kw_only=True)
-class MCPTool(Tool):
-    """A tool of an MCP server.
-
-    Attributes:
-        server: the server's name in messages.
-        remote_name: the tool's name on the server (``name`` may carry the server's prefix).
-        annotations: the server's hints, as the protocol spells them (``readOnlyHint``,
-            ``destructiveHint``, ``idempotentHint``, ``openWorldHint``, ``title``); those not given
-            are left out.
-    """
-
-    server: str = ""
-    remote_name: str = ""
-    annotations: Mapping[str, Any] = field(default_factory=dict)
-
-    def approval_note(self) -> str:
-        """What the server says about the tool, for the person asked to approve a call."""
-        if self.annotations.get("readOnlyHint") is True:
-            return f"server {self.server!r} says it only reads"
-        if self.annotations.get("destructiveHint") is True:
-            return f"server {self.server!r} says it may DESTROY or overwrite data"
-        if self.annotations.get("destructiveHint") is False:
-            return f"server {self.server!r} says it changes things but destroys nothing"
-        return f"server {self.server!r} does not say what it changes"
-
-
-def hint_words(tool: MCPTool) -> str:
-    """The server's annotations of a tool in words (``read-only, idempotent``), or what their absence means."""
-    hints = tool.annotations
-    named = (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"), ("idempotentHint", "idempotent"),
-             ("openWorldHint", "open world"))  # fmt: skip
-    words = [word for key, word in named if hints.get(key)]
-    if hints.get("readOnlyHint") is False and not hints.get("destructiveHint"):
-        words.insert(0, "acts")
-    if not words:
-        words = ["no annotations"]
-    return ", ".join(words) + ("" if tool.read_only else "; needs approval")
 
 
 class _Connection:
@@ -283,7 +92,7 @@ class _Connection:
             self._held.cancel()
             raise self._unavailable(f"it did not answer within {timeout:g} s (connect_timeout)") from None
         except Exception as exc:  # whatever stopped it goes into one message
-            raise self._unavailable(_describe(exc, self.spec)) from exc
+            raise self._unavailable(describe_failure(exc, self.spec)) from exc
 
     async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
         import anyio
@@ -291,14 +100,7 @@ class _Connection:
         try:
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(await self._client_for(stack))
-                listed: list[mcp_types.Tool] = []
-                cursor: str | None = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    listed += page.tools
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
+                listed = await _list_tools(client)
                 self._client, self._stop = client, anyio.Event()
                 ready.set_result(listed)
                 await self._stop.wait()
@@ -306,7 +108,7 @@ class _Connection:
             if not ready.done():
                 ready.set_exception(exc)
             else:
-                self._mark_gone(_describe(exc, self.spec))
+                self._mark_gone(describe_failure(exc, self.spec))
 
     async def _client_for(self, stack: AsyncExitStack) -> Client:
         from mcp import Client, StdioServerParameters, stdio_client
@@ -517,141 +319,30 @@ def mcp_tools(
 
 
 def _tool(remote: mcp_types.Tool, connection: _Connection, prefix: str) -> MCPTool:
-    hints = remote.annotations
-    annotations: dict[str, Any] = {}
-    if hints is not None:
-        for key, value in (("title", hints.title), ("readOnlyHint", hints.read_only_hint),
-                           ("destructiveHint", hints.destructive_hint), ("idempotentHint", hints.idempotent_hint),
-                           ("openWorldHint", hints.open_world_hint)):  # fmt: skip
-            if value is not None:
-                annotations[key] = value
-    read_only = annotations.get("readOnlyHint") is True
-    description = " ".join(printable(remote.description or remote.title or remote.name).split())
-    if len(description) > MAX_DESCRIPTION_CHARS:
-        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
     name = remote.name
 
     def call(**args: Any) -> str:
         return connection.call(name, args)
 
-    return MCPTool(name=prefix + name, description=description, parameters=normalise_schema(remote.input_schema),
-                   fn=call, needs_approval=not read_only, read_only=read_only, server=connection.label,
-                   remote_name=name, annotations=annotations)  # fmt: skip
+    return listed_tool(remote, call, server=connection.label, prefix=prefix)
 
 
-def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """An MCP tool's input schema as the loop needs it: an object at the root; every object that
-    lists its properties closed (``additionalProperties: false``) unless it says otherwise; an
-    optional property typed ``anyOf: [T, null]`` (or ``type: [T, "null"]``) with ``default: null``
-    made plain ``T`` (leaving it out means null); no ``title`` annotations."""
-    out: dict[str, Any] = drop_titles(copy.deepcopy(dict(schema)))
-    out["type"] = "object"
-    out.setdefault("properties", {})
-    _close(out, 0)
-    return out
-
-
-def _close(node: dict[str, Any], depth: int, *, in_all_of: bool = False) -> None:
-    if depth > _MAX_DEPTH:
-        return
-    properties = node.get("properties")
-    if isinstance(properties, dict):
-        if not in_all_of and "additionalProperties" not in node and "patternProperties" not in node:
-            node["additionalProperties"] = False
-        listed = node.get("required")
-        required = listed if isinstance(listed, list) else []
-        for key, spec in list(properties.items()):
-            if isinstance(spec, dict) and key not in required:
-                properties[key] = _without_null(spec)
-    for key, value in node.items():
-        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
-            children = [v for v in value.values() if isinstance(v, dict)]
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
-            children = [v for v in value if isinstance(v, dict)]
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-            children = [value]
-        else:
-            continue
-        for child in children:
-            _close(child, depth + 1, in_all_of=in_all_of or key == "allOf")
-
-
-def _without_null(spec: dict[str, Any]) -> dict[str, Any]:
-    """An optional property's schema without the null it may be (its absence says null)."""
-    kind = spec.get("type")
-    if isinstance(kind, list) and "null" in kind and len(kind) > 1:
-        rest = [k for k in kind if k != "null"]
-        spec = {**spec, "type": rest[0] if len(rest) == 1 else rest}
-    else:
-        branches = spec.get("anyOf")
-        if not isinstance(branches, list) or {"type": "null"} not in branches:
-            return spec
-        kept = [b for b in branches if b != {"type": "null"}]
-        if not kept:
-            return spec
-        outer = {k: v for k, v in spec.items() if k != "anyOf"}
-        spec = {**outer, **kept[0]} if len(kept) == 1 and isinstance(kept[0], dict) else {**outer, "anyOf": kept}
-    if "default" in spec and spec["default"] is None:
-        spec = {k: v for k, v in spec.items() if k != "default"}
-    return spec
-
-
-def render_result(result: mcp_types.CallToolResult) -> str:
-    """A call's result as text: its text blocks; images, audio and resources as a short note each;
-    the structured content as JSON where no text came with it."""
-    from mcp import types as mcp_types
-
-    parts = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            kind = "an image" if isinstance(block, mcp_types.ImageContent) else "audio"
-            parts.append(f"[{kind} ({block.mime_type}, {_size(len(block.data) * 3 // 4)}) that is not shown here]")
-        elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(f"[a link to the resource {block.uri}" + (f" ({block.name})]" if block.name else "]"))
-        elif isinstance(block, mcp_types.EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, mcp_types.TextResourceContents):
-                parts.append(resource.text)
-            else:
-                parts.append(f"[the resource {resource.uri} ({resource.mime_type or 'binary'}), not shown here]")
-    text = "\n".join(parts)
-    if not text.strip() and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False, default=str)
-    return text if text.strip() else "(no output)"
-
-
-def _size(count: int) -> str:
-    return f"{count} bytes" if count < 1024 else f"{count / 1024:.0f} KB"
+async def _list_tools(client: Client) -> list[mcp_types.Tool]:
+    """Every tool the server lists, page by page."""
+    listed: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        listed += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            return listed
 
 
 def _safe(label: str) -> str:
     """A server's name as a file-name part and an identifier."""
     kept = "".join(c if c.isalnum() else "_" for c in label).strip("_")
     return kept[:40] or "server"
-
-
-def _describe(exc: BaseException, spec: ServerSpec) -> str:
-    """What stopped a server, from the innermost errors of the SDK's (nested) exception groups."""
-    from mcp import MCPError
-
-    leaves: list[BaseException] = []
-    pending = [exc]
-    while pending and len(leaves) < 8:
-        item = pending.pop(0)
-        if isinstance(item, BaseExceptionGroup):
-            pending += list(item.exceptions)
-        elif not isinstance(item, asyncio.CancelledError):  # the portal runs asyncio
-            leaves.append(item)
-    first = leaves[0] if leaves else exc
-    if isinstance(first, FileNotFoundError) and isinstance(spec, StdioServer):
-        if spec.cwd is not None and first.filename is not None and os.fspath(first.filename) == os.fspath(spec.cwd):
-            return f"its folder (cwd) {os.fspath(spec.cwd)!r} does not exist"
-        return f"there is no command {spec.command!r}: install it, or give its full path"
-    if isinstance(first, MCPError):
-        return f"{first.message} (MCP error {first.code}; is it an MCP server, started with the right arguments?)"
-    return f"{type(first).__name__}: {first}" if str(first) else type(first).__name__
 
 
 __all__ = [

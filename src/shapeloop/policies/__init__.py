@@ -26,6 +26,7 @@ from shapeloop.policies.base import (
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.state import StateLine
+from shapeloop.policies.tool_cut import ToolCut
 
 PLAIN: tuple[Policy, ...] = ()
 """The plain loop: no help beyond the step, the extractor, repeats, the acceptor and the guards."""
@@ -42,7 +43,7 @@ _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
-    {"abstain": Abstain, "fit-floor": FitFloor, "lookup-hint": LookupHint}
+    {"abstain": Abstain, "fit-floor": FitFloor, "lookup-hint": LookupHint, "tool-cut": ToolCut}
 )
 
 
@@ -89,6 +90,7 @@ __all__ = [
     "RunView",
     "StateLine",
     "StepShape",
+    "ToolCut",
     "available",
     "resolve",
 ]
