@@ -2,7 +2,10 @@
 called only where the model leans to calling by more than a margin, and gone on to a second call
 only where it leans to one by more than another.
 
-    python -m benchmarks.margins --model qwen2.5-coder-0.5b [--column plain] [--sample tune]
+    python -m benchmarks.margins --model qwen2.5-coder-0.5b --model qwen2.5-coder-1.5b [--sample screen]
+
+writes ``measurements/margins.json``: for each model, every pair of margins tried, gained and lost per
+category, and the best call margin by the policies' rule (the catalogue's ``call_margin``).
 
 The embedded backend records, for a batch step, ``decision_gap`` (at the step's first key: the best
 logit of opening a call minus the best of opening an answer) and ``more_gap`` (after the first call:
@@ -17,7 +20,6 @@ margins would change on the tune sample, per category, gained and lost.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,10 @@ from typing import Any
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records
 from benchmarks.bfcl_score import Call, score_single
+from benchmarks.common import write
 
-CALL_MARGINS = (None, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
-MORE_MARGINS = (None, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
+CALL_MARGINS = (None, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+MORE_MARGINS = (None, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # a margin on the lean to a second call: measured, lost
 
 
 def first_steps(model: str, column: str, sample: str, folder: Path = RECORDS) -> list[dict[str, Any]]:
@@ -73,18 +76,31 @@ def grid(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def best(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The call margin alone (no more margin) with the best net gain; the smallest margin on a tie."""
+    alone = [r for r in rows if r["more_margin"] is None and r["call_margin"] is not None]
+    return max(alone, key=lambda r: (r["gained"] - r["lost"], -r["call_margin"]))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.margins", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", action="append", required=True)
     parser.add_argument("--column", default="plain")
     parser.add_argument("--sample", default="tune", choices=["tune", "screen"])
+    parser.add_argument("--out", type=Path, help="folder for margins.json (default measurements/)")
     args = parser.parse_args(argv)
-    records = first_steps(args.model, args.column, args.sample)
-    rows = grid(records)
-    for row in sorted(rows, key=lambda r: (r["lost"] - r["gained"], r["lost"]))[:12]:
-        print(json.dumps({k: v for k, v in row.items() if k != "by_category"}))
-    print(f"{len(records)} first steps with gaps", flush=True)
+    results = []
+    for model in args.model:
+        records = first_steps(model, args.column, args.sample)
+        rows = grid(records)
+        chosen = best(rows)
+        results.append({"model": model, "column": args.column, "sample": args.sample, "first_steps": len(records),
+                        "best_call_margin": chosen, "grid": rows})  # fmt: skip
+        print(f"{model}: {len(records)} first steps; best call margin {chosen['call_margin']}: "
+              f"+{chosen['gained']} -{chosen['lost']}", flush=True)
+    path = write("margins", {"benchmark": "margins", "results": results}, *([args.out] if args.out else []))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,11 @@ def margin_brain(leans: dict[int, str], calibration: tuple[tuple[str, float], ..
     return brain
 
 
-def test_the_first_step_carries_the_calibrated_margins_and_later_steps_none() -> None:
-    brain = margin_brain({}, calibration=(("call_margin", 1.5), ("more_margin", 2.0)))
+def test_the_first_step_carries_the_calibrated_margin_and_later_steps_none() -> None:
+    brain = margin_brain({}, calibration=(("call_margin", 1.5),))
     run = run_agent(brain, [weather], "Weather in Oslo?", policies=(Abstain(),))
     first, second = brain.requests  # type: ignore[attr-defined]
-    assert (first.call_margin, first.more_margin) == (1.5, 2.0)
-    assert (second.call_margin, second.more_margin) == (None, None)
+    assert (first.call_margin, second.call_margin) == (1.5, None)
     shaped = [e for e in run.events if isinstance(e, PolicyIntervened) and e.policy == "abstain"]
     assert len(shaped) == 1 and "call only with a lean above 1.50" in shaped[0].change
 

@@ -731,3 +731,21 @@ def test_the_loops_first_request_is_the_raw_one(category: str, index: int) -> No
     assert [dict(m) for m in loop.messages] == [dict(m) for m in raw.messages]
     assert raw.schema is not None and loop.schema is not None
     assert json.dumps(_without_max_items(loop.schema), sort_keys=True) == json.dumps(raw.schema, sort_keys=True)
+
+
+def test_margins_are_read_off_the_records_as_greedy_decoding_would_turn_them() -> None:
+    from benchmarks import margins
+
+    tune = bfcl_data.sample("tune")
+    wrong_call = {"category": "irrelevance", "index": tune["irrelevance"][0], "valid": False, "decision_gap": 0.4,
+                  "more_gap": None, "checker_input": [{"f": {"x": 1}}]}  # fmt: skip
+    item = bfcl_data.items("simple_python")[tune["simple_python"][0]]
+    right = [{name: {k: v[0] for k, v in args.items() if v and v[0] != ""}} for call in item.answer
+             for name, args in call.items()]  # fmt: skip
+    right_call = {"category": "simple_python", "index": item.index, "valid": True, "decision_gap": 0.4,
+                  "more_gap": None, "checker_input": right}  # fmt: skip
+    assert margins.scored(wrong_call, 0.5, None) and not margins.scored(wrong_call, 0.3, None)
+    assert not margins.scored(right_call, 0.5, None) and margins.scored(right_call, 0.3, None)
+    row = next(r for r in margins.grid([wrong_call, right_call]) if (r["call_margin"], r["more_margin"]) == (0.5, None))
+    assert (row["gained"], row["lost"]) == (1, 1)
+    assert row["by_category"]["irrelevance"]["gained"] == 1 and row["by_category"]["simple_python"]["lost"] == 1

@@ -81,10 +81,10 @@ class Capabilities:
             of one prefix at once (the embedded backend evaluates the prefix once); a policy reads
             either through :class:`~shapeloop.policies.RunView`.
         calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
-        margins: it honours a request's decision margins (:attr:`Request.call_margin`,
-            :attr:`Request.more_margin`) where a constrained step chooses between calling and
-            answering, and between another call and none, from its own logits (the embedded backend
-            with its fast engine), and says in :attr:`Reply.leaned` where a margin changed the choice.
+        margins: it honours a request's decision margin (:attr:`Request.call_margin`) where a
+            constrained step chooses between calling and answering, from its own logits (the
+            embedded backend with its fast engine), and says in :attr:`Reply.leaned` where the
+            margin changed the choice.
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
@@ -154,8 +154,6 @@ class Request:
         call_margin: where the step chooses between a call and an answer, call only if the best
             token that opens a call leads the best that opens an answer by more than this (logits);
             None: the model's own choice. Honoured by a brain that declares ``margins``.
-        more_margin: after a batch step's first call, go on to another only if the best token of
-            going on leads the best of closing the list by more than this; None: the model's choice.
     """
 
     messages: Sequence[Message]
@@ -166,7 +164,6 @@ class Request:
     task: str | None = None
     offered: Sequence[tuple[str, str]] = ()
     call_margin: float | None = None
-    more_margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:

@@ -233,8 +233,8 @@ class Loop:
             if self.cut:  # the retry of a cut reply: the grammar holds its answer to about half the length
                 schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
-                       offered=tuple((t.name, t.description) for t in offered), call_margin=shape.call_margin,
-                       more_margin=shape.more_margin)  # fmt: skip
+                       offered=tuple((t.name, t.description) for t in offered),
+                       call_margin=shape.call_margin)  # fmt: skip
 
     def _count(self, usage: Usage | None) -> None:
         self.usage = self.usage if usage is None else usage if self.usage is None else self.usage + usage

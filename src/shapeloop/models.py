@@ -56,17 +56,16 @@ class CatalogueModel:
     # BFCL's tune sample where the model was run there, else on the project's suite
     # (measurements/calibration.json); None: not calibrated, no fit is judged
     fit_floor: float | None = None
-    # the decision margins of the Abstain policy for this model (shapeloop.policies.abstain), read off
+    # the decision margin of the Abstain policy for this model (shapeloop.policies.abstain), read off
     # BFCL's tune sample (python -m benchmarks.margins; measurements/policies.json); None: not calibrated
     call_margin: float | None = None
-    more_margin: float | None = None
 
 
 def calibration(entry: CatalogueModel | None) -> tuple[tuple[str, float], ...]:
     """The values calibrated for a catalogue model, by name, as ``Capabilities.calibration`` holds them."""
     if entry is None:
         return ()
-    named = (("fit_floor", entry.fit_floor), ("call_margin", entry.call_margin), ("more_margin", entry.more_margin))
+    named = (("fit_floor", entry.fit_floor), ("call_margin", entry.call_margin))
     return tuple((name, value) for name, value in named if value is not None)
 
 

@@ -94,13 +94,13 @@ class FastDecoder:
         temperature: float,
         rng: np.random.Generator,
         call_margin: float | None = None,
-        more_margin: float | None = None,
     ) -> Generated:
         """Generate from the evaluated prompt until the grammar completes or ``max_tokens``. Where the
         step chooses between a call and an answer (a step's ``action``, a batch step's first key),
         measure how far the model leans to calling (``Generated.decision_gap``), and after a batch
-        step's first call how far it leans to another (``more_gap``); where a margin is given and the
-        lean is not above it, take the other side (``leaned`` says so)."""
+        step's first call how far it leans to another (``more_gap``, measured only: a margin on it
+        lost on BFCL's tune sample); where ``call_margin`` is given and the lean to calling is not
+        above it, answer (``leaned`` says so)."""
         out: list[int] = []
         calls = forced = 0
         tail = text = leaned = ""
@@ -116,15 +116,14 @@ class FastDecoder:
                 decide = gap is None and tail.endswith(DECISION_CUES)
                 between = not decide and more is None and text.endswith("}") and _between_calls(text)
                 kind = "call" if decide else "more" if between else None
-                margin = call_margin if decide else more_margin if between else None
+                margin = call_margin if decide else None
                 token, found, flipped = self._choose(matcher, temperature, rng, kind, margin)
                 if decide:
                     gap = found
                 elif between:
                     more = found
                 if flipped:
-                    what = "answered: calling" if decide else "made one call: another call"
-                    leaned = f"{what} led by {found:.2f}, not more than the margin {margin:.2f}"
+                    leaned = f"answered: calling led by {found:.2f}, not more than the margin {margin:.2f}"
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)

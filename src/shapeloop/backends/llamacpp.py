@@ -225,7 +225,7 @@ class LlamaCppBrain(BaseBrain):
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
                 matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
-                call_margin=request.call_margin, more_margin=request.more_margin,
+                call_margin=request.call_margin,
             )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,

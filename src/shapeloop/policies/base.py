@@ -105,8 +105,6 @@ class StepShape:
             conversation; the event keeps them).
         call_margin: the step calls only where the model leans to calling by more than this (its
             logits; :attr:`~shapeloop.Request.call_margin`), on a brain that declares ``margins``.
-        more_margin: after its first call, the step makes another only where the model leans to one
-            by more than this (:attr:`~shapeloop.Request.more_margin`).
     """
 
     reason: str
@@ -114,7 +112,6 @@ class StepShape:
     answer: Literal["may", "must", "never"] = "may"
     note: str = ""
     call_margin: float | None = None
-    more_margin: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

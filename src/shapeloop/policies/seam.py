@@ -28,9 +28,8 @@ class Shape:
     excluded: frozenset[str] = frozenset()  # tools the step does not offer
     may_answer: bool = True
     note: str = ""  # words the model reads at this step only
-    call_margin: float | None = None  # the decision margins asked of the brain (the largest any policy asks)
-    more_margin: float | None = None
-    margins_by: str = ""  # the policy that asked for the margins in force, for the event when one acts
+    call_margin: float | None = None  # the decision margin asked of the brain (the largest any policy asks)
+    margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
 
 
 @dataclass(kw_only=True)
@@ -103,7 +102,7 @@ class PolicySet:
         names = frozenset(tool.name for tool in self.tools)
         last = view.step >= view.max_steps
         offered, must, never, notes = names, False, False, []
-        margins: dict[str, float] = {}
+        margin: float | None = None
         margins_by = ""
         for policy in self.active:
             shape = policy.shape_step(view)
@@ -117,10 +116,9 @@ class PolicySet:
             never |= shape.answer == "never"
             if shape.note:
                 notes.append(shape.note)
-            for key, value in (("call", shape.call_margin), ("more", shape.more_margin)):
-                if value is not None and value >= margins.get(key, value):
-                    margins[key], margins_by = value, policy.name
-        leans = Shape(call_margin=margins.get("call"), more_margin=margins.get("more"), margins_by=margins_by)
+            if shape.call_margin is not None and (margin is None or shape.call_margin >= margin):
+                margin, margins_by = shape.call_margin, policy.name
+        leans = Shape(call_margin=margin, margins_by=margins_by)
         if must:
             return replace(leans, excluded=names, may_answer=True, note="\n".join(notes))
         return replace(leans, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
@@ -170,7 +168,6 @@ def _described(shape: StepShape, names: frozenset[str]) -> str:
         parts.append("no answer")
     if shape.note:
         parts.append(f"note: {shape.note}")
-    for what, value in (("call", shape.call_margin), ("another call", shape.more_margin)):
-        if value is not None:
-            parts.append(f"{what} only with a lean above {value:.2f}")
+    if shape.call_margin is not None:
+        parts.append(f"call only with a lean above {shape.call_margin:.2f}")
     return "; ".join(parts) or "no change"
