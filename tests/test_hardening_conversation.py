@@ -389,3 +389,18 @@ def test_save_to_a_path_no_file_can_have_raises_the_transcript_error(
     assert os.listdir(tmp_path) == []  # no temporary file left
     with pytest.raises(TranscriptError, match=said):
         Conversation(ScriptedBrain([]), [], transcript_path=where)
+
+
+def test_saving_over_a_log_another_conversation_is_writing_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with Conversation(chatty(), [note], policies=(), transcript_path=path) as first:
+        first.ask("First: note it.")
+        written = path.read_bytes()
+        other = Conversation(chatty(), [note], policies=())
+        other.ask("Other: note it.")
+        with pytest.raises(TranscriptError, match="another conversation or run is writing it"):
+            other.save(path)
+        assert path.read_bytes() == written  # the first one's log is untouched, and still its file
+        first.ask("Second: note it.")
+    other.save(path)  # closed: the file is free
+    assert [t.request for t in Conversation.resume(path, chatty(), [note]).turns] == ["Other: note it."]

@@ -7,11 +7,17 @@ and saves through it); ``shapeloop.run`` re-exports :func:`open_jsonl`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import fcntl
 import os
 import stat
+from collections.abc import Iterator
 from typing import IO
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; files are written unlocked there
+    fcntl = None  # type: ignore[assignment]
 
 from shapeloop.errors import TranscriptError
 
@@ -40,16 +46,45 @@ def open_jsonl(path: str | os.PathLike[str], *, exclusive: bool = False) -> IO[s
         raise TranscriptError(f"cannot write a transcript to {shown!r}: it is not a regular file; name a file")
     if exclusive:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
+            _lock(fd, shown)
+        except TranscriptError:
             os.close(fd)
-            raise TranscriptError(
-                f"cannot write a transcript to {shown!r}: another conversation or run is writing it (the file "
-                "is locked); close that one first (close(), or the end of its with block), or name another file"
-            ) from exc
-        except OSError:  # a file system without locks: the file is written unlocked, as before
-            pass
+            raise
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def held(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock of the file at ``path``, where there is one, while the block replaces it: a file
+    another conversation or run is writing is refused (replaced, its writer would go on appending to a
+    file no name leads to)."""
+    shown = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # nothing there yet (or nothing to lock): the write says what is wrong
+        yield
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            _lock(fd, shown)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, shown: str) -> None:
+    """Take the exclusive lock of an open file, or refuse: another open file holds it."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        raise TranscriptError(
+            f"cannot write a transcript to {shown!r}: another conversation or run is writing it (the file "
+            "is locked); close that one first (close(), or the end of its with block), or name another file"
+        ) from exc
+    except OSError:  # a file system without locks: the file is written unlocked, as before
+        pass
 
 
 def check_path(shown: str) -> None:

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Generic
 from typing_extensions import TypeVar
 
 from shapeloop.brain import Message, Usage
-from shapeloop.jsonl import check_path, unwritable, why_unwritable
+from shapeloop.jsonl import check_path, held, unwritable, why_unwritable
 from shapeloop.jsonl import open_jsonl as open_jsonl  # re-exported: its home was here
 from shapeloop.modes import Mode as Mode  # re-exported, as the next two: their home was here
 from shapeloop.modes import StopReason as StopReason
@@ -92,7 +92,8 @@ class Transcript:
 
         Raises:
             TranscriptError: ``path`` is empty, holds a NUL or ends with a slash, is a directory, has a
-                name too long, or its folder is missing or cannot be written (or is full).
+                name too long, or its folder is missing or cannot be written (or is full); or another
+                conversation or run is writing the file there (it holds its lock).
         """
         shown = os.fspath(path)
         check_path(shown)
@@ -107,7 +108,8 @@ class Transcript:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_jsonl())
-            os.replace(tmp, path)
+            with held(path):  # a log another conversation is writing is not replaced under it
+                os.replace(tmp, path)
         except BaseException as exc:
             os.unlink(tmp)
             if isinstance(exc, OSError):
