@@ -31,6 +31,7 @@ import os
 import shlex
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack, suppress
 from pathlib import Path
@@ -304,7 +305,12 @@ def mcp_tools(
             stack.callback(connection.close)
             connections.append(connection)
             for remote in connection.open(connect_timeout):
-                made = _tool(remote, connection, spec.prefix)
+                try:
+                    made = _tool(remote, connection, spec.prefix)
+                except ValueError as exc:  # one tool the loop cannot offer: the server's others still serve
+                    warnings.warn(f"MCP server {connection.label!r}: tool {printable(remote.name[:60])!r} is left "
+                                  f"out: {exc}", UserWarning, stacklevel=2)  # fmt: skip
+                    continue
                 if made.name in tools:
                     raise UsageError(
                         f"MCP servers {tools[made.name].server!r} and {connection.label!r} both have a tool named "

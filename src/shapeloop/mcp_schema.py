@@ -5,6 +5,7 @@ No I/O: it reads what the server listed, and the SDK's types only annotate it (t
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from mcp import types as mcp_types
 
 MAX_DESCRIPTION_CHARS = 1000  # of a server's tool description that the model reads
+MAX_SCHEMA_TEXT_CHARS = 300  # of each description or title inside its input schema
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # the names MCP allows a tool
 _MAX_DEPTH = 64  # schema levels normalised; deeper ones are left as given (the toolbox refuses them)
 
 
@@ -71,9 +74,9 @@ def listed_tool(remote: mcp_types.Tool, call: Callable[..., str], *, server: str
             if value is not None:
                 annotations[key] = value
     read_only = annotations.get("readOnlyHint") is True
-    description = " ".join(printable(remote.description or remote.title or remote.name).split())
-    if len(description) > MAX_DESCRIPTION_CHARS:
-        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    if not TOOL_NAME.fullmatch(remote.name):
+        raise ValueError(f"its name {printable(remote.name[:60])!r} is not an MCP tool name (letters, digits, _ . -)")
+    description = _bounded(remote.description or remote.title or remote.name, MAX_DESCRIPTION_CHARS)
     return MCPTool(name=prefix + remote.name, description=description,
                    parameters=normalise_schema(remote.input_schema), fn=call, needs_approval=not read_only,
                    read_only=read_only, server=server, remote_name=remote.name, annotations=annotations)  # fmt: skip
@@ -91,9 +94,18 @@ def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _bounded(text: str, most: int) -> str:
+    """A server's text as the model may read it: printable, on one line, at most ``most`` characters."""
+    flat = " ".join(printable(text).split())
+    return flat if len(flat) <= most else flat[: most - 3] + "..."
+
+
 def _close(node: dict[str, Any], depth: int, *, in_all_of: bool = False) -> None:
     if depth > _MAX_DEPTH:
         return
+    for key in ("description", "title"):  # the server's words inside the schema: bounded like its description
+        if isinstance(node.get(key), str):
+            node[key] = _bounded(node[key], MAX_SCHEMA_TEXT_CHARS)
     properties = node.get("properties")
     if isinstance(properties, dict):
         if not in_all_of and "additionalProperties" not in node and "patternProperties" not in node:
