@@ -367,3 +367,18 @@ def test_a_single_refused_call_of_the_default_step_is_denied_as_in_the_five_fiel
 def test_a_calls_step_shows_no_empty_thought() -> None:
     run = run_agent(ScriptedBrain([calls(("lookup", {"key": "colour"})), json.dumps({"answer": "red"})]), [lookup], "t")
     assert not [e for e in run.events if isinstance(e, ThoughtGiven)]
+
+
+def test_an_approver_that_raises_refuses_that_call_and_the_run_goes_on() -> None:
+    @tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    def approve(call: ToolCall) -> bool:
+        raise RuntimeError("the dialog crashed")
+
+    brain = ScriptedBrain([calls(("delete", {"path": "a"})), json.dumps({"answer": "not deleted"})])
+    run = run_agent(brain, [delete], "t", approve=approve)
+    assert run.answer == "not deleted" and [e.status for e in returned(run)] == [ToolStatus.DENIED]
+    assert "the approver failed: RuntimeError: the dialog crashed" in brain.asked[1].messages[-1]["content"]

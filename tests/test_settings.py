@@ -158,3 +158,18 @@ def test_every_field_is_an_option_of_every_entry_point(name: str) -> None:
     (run,) = run_many([{"brain": brain, "tools": [lookup], "task": "t", **given}])
     assert run.ok
     assert opening_prompt([lookup], **given) == opening_prompt([lookup])
+
+
+def test_a_reason_bound_with_the_calls_step_is_refused_saying_what_to_pass() -> None:
+    with pytest.raises(ValueError, match="pass batch=False with it"):
+        RunSettings(max_reason_chars=40)
+    assert RunSettings(max_reason_chars=40, batch=False).max_reason_chars == 40
+
+
+def test_conversation_options_is_kept_for_a_release_as_a_deprecated_view_of_its_settings() -> None:
+    from shapeloop import Conversation, ScriptedBrain
+
+    talk = Conversation(ScriptedBrain([]), [], max_steps=3, policies=())
+    with pytest.warns(DeprecationWarning, match="read Conversation.settings"):
+        options = talk.options
+    assert options["max_steps"] == 3 and options["policies"] == ()

@@ -22,6 +22,7 @@ appended when it ends, or when its run raises.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import warnings
@@ -218,6 +219,14 @@ class Conversation:
         if self._stream is not None and same_file(path, self._stream):
             return
         Transcript(entries=list(self.transcript.entries)).write(path)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Deprecated: :attr:`settings` holds the options every request runs with; this is them as a
+        dict, as this attribute was, for one release."""
+        warnings.warn("Conversation.options is deprecated and will be removed: read Conversation.settings "
+                      "(a RunSettings)", DeprecationWarning, stacklevel=2)  # fmt: skip
+        return {field.name: getattr(self.settings, field.name) for field in dataclasses.fields(self.settings)}
 
     def close(self) -> None:
         """Stop appending to ``transcript_path``. Requests asked after it are kept in

@@ -52,8 +52,11 @@ class RunSettings(Generic[OutputT]):
         mode: ``constrained`` (falls back to prose where the backend refuses or ignores the schema),
             ``prose``, or ``native`` (the backend's own tool calls; falls back to constrained). Kept
             as a :class:`~shapeloop.Mode`.
-        schema: ``per_tool`` (one variant per tool) or ``flat`` (the five-field schema).
-        max_reason_chars: bound on the length of ``reason`` in the schema.
+        schema: ``per_tool`` (each call's arguments held to its tool's schema) or ``flat`` (every
+            tool's arguments left open, for a backend that takes one shape only; with
+            ``batch=False``, the five-field schema).
+        max_reason_chars: bound on the length of the five-field step's ``reason`` in the schema
+            (``batch=False``; the calls step has no ``reason``, and one given with it is refused).
         on_repeat: called when a call or a barren reply starts repeating, before the stuck limit.
         output_type: the answer's type (a pydantic model, dataclass, ``TypedDict`` or JSON schema);
             an answer that does not validate goes back with the validator's messages.
@@ -120,6 +123,9 @@ class RunSettings(Generic[OutputT]):
             raise ValueError(f"mode must be one of {', '.join(m.value for m in Mode)}, not {self.mode!r}")
         if self.schema not in ("per_tool", "flat"):
             raise ValueError(f"schema must be per_tool or flat, not {self.schema!r}")
+        if self.max_reason_chars is not None and self.batch:
+            raise ValueError("max_reason_chars bounds the five-field step's reason, and the calls step (batch=True, "
+                             "the default) has none: pass batch=False with it, or leave it out")  # fmt: skip
         kept = {
             "mode": Mode(self.mode),
             "policies": _policies(self.policies),

@@ -214,7 +214,10 @@ class Toolbox:
         """Why the approver refused an acting tool's call, or None."""
         if not self.tools[call.tool].needs_approval:
             return None
-        verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
+        try:
+            verdict = self._approve(call) if self._approve is not None else "no approver was given for this run"
+        except Exception as exc:  # noqa: BLE001 - the approver's failure refuses the call; the run goes on
+            return f"the approver failed: {type(exc).__name__}: {exc}"
         if verdict is True:
             return None
         return verdict if isinstance(verdict, str) and verdict else "the user said no"
