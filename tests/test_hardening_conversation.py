@@ -404,3 +404,13 @@ def test_saving_over_a_log_another_conversation_is_writing_is_refused(tmp_path: 
         first.ask("Second: note it.")
     other.save(path)  # closed: the file is free
     assert [t.request for t in Conversation.resume(path, chatty(), [note]).turns] == ["Other: note it."]
+
+
+def test_a_resume_that_fails_lets_go_of_the_file_it_was_to_go_on_in(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"type": "cut", "request": 0, "level": "1"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="line 1"):
+        Conversation.resume(path, chatty(), [note], transcript_path=path)
+    path.unlink()
+    with Conversation(chatty(), [note], policies=(), transcript_path=path) as talk:  # not locked by the failed one
+        talk.ask("First: note it.")

@@ -276,22 +276,32 @@ class Conversation:
             conversation = cls(brain, tools, **settings)
         for warning in warned:
             warnings.warn_explicit(warning.message, warning.category, *_caller())
-        lines, last, torn = log_lines(path)
-        conversation._replay_log(path, lines)
-        if torn:
-            warnings.warn(
-                f"{os.fspath(path)}: its last line is cut off (a write was interrupted?) and is left out",
-                UserWarning,
-                stacklevel=2,
-            )
-        if target is not None:
-            conversation._go_on(path, target, last, torn)
+        # the log goes on in target: locked before the file is read, so no writer appends between the
+        # reading and the going on (one writer at a time)
+        stream = Transcript.streaming(target) if target is not None else None
+        try:
+            lines, last, torn = log_lines(path)
+            conversation._replay_log(path, lines)
+            if torn:
+                warnings.warn(
+                    f"{os.fspath(path)}: its last line is cut off (a write was interrupted?) and is left out",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            if stream is not None and target is not None:
+                conversation._go_on(path, target, stream, last, torn)
+        except BaseException:
+            if stream is not None:
+                stream.close()
+            raise
         return conversation
 
-    def _go_on(self, path: str | os.PathLike[str], target: str | os.PathLike[str], last: bytes, torn: bool) -> None:
-        """A resumed log goes on in ``target``: after what it holds, if it is the file resumed from."""
+    def _go_on(
+        self, path: str | os.PathLike[str], target: str | os.PathLike[str], stream: Transcript, last: bytes, torn: bool
+    ) -> None:
+        """A resumed log goes on in ``target`` (``stream``, locked): after what it holds, if it is the
+        file resumed from."""
         entries = self.transcript.entries
-        stream = Transcript.streaming(target)  # locked before the file is touched: one writer at a time
         if last and same_file(target, path):  # the next entry starts a line: after the torn one, over it
             with open(path, "r+b") as handle:
                 handle.seek(0, os.SEEK_END)
