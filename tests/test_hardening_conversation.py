@@ -409,7 +409,7 @@ def test_saving_over_a_log_another_conversation_is_writing_is_refused(tmp_path: 
 def test_a_resume_that_fails_lets_go_of_the_file_it_was_to_go_on_in(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text('{"type": "cut", "request": 0, "level": "1"}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match="line 1"):
+    with pytest.raises(ValueError, match="not a conversation's log"):
         Conversation.resume(path, chatty(), [note], transcript_path=path)
     path.unlink()
     with Conversation(chatty(), [note], policies=(), transcript_path=path) as talk:  # not locked by the failed one
