@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds a server has to start and answer the handshake and the tool listing."""
-DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_CALL_TIMEOUT = 50.0  # below a run's tool_timeout (60 s), so the server's own words come back first
 """Seconds one call may take; the server stays usable after a call that runs past it."""
 _STDERR_LINES = 5  # of a server's stderr quoted in an error
 _STDERR_TAIL = 8192  # bytes at the end of its log that they are taken from
