@@ -153,7 +153,8 @@ def test_a_call_margin_turns_a_lean_within_it_into_an_answer_and_says_so() -> No
         held = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
                          policies=(Abstain(call_margin=gap + 1.0),))  # fmt: skip
         step = json.loads(next(e.text for e in held.events if isinstance(e, ReplyReceived)))
-        assert "answer" in step and brain.last_stats["decision_gap"] == pytest.approx(gap, abs=1e-3)
+        # the same lean, measured again (the prompt cache moves it by hundredths), within the margin
+        assert "answer" in step and brain.last_stats["decision_gap"] <= gap + 1.0
         acted = [e for e in held.events if isinstance(e, PolicyIntervened) and e.change.startswith("answered")]
         assert len(acted) == 1 and acted[0].policy == "abstain", held.events
         below = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
