@@ -70,7 +70,7 @@ def test_every_constrained_reply_parses_as_a_step(brain_name: str, request: pyte
     assert replies
     for reply in replies:
         assert reply.finish == "stop", reply.text
-        found = extract_step(reply.text)
+        found = extract_step(reply.text, batch=True)  # the default step: calls or an answer
         assert found.step is not None and found.whole, reply.text
 
 
