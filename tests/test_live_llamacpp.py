@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def test_shapeloop_run_end_to_end(demo: Path) -> None:
     shown = _cli("run", TASK, "--root", str(demo))
     assert shown.returncode == 0 and "teal" in shown.stdout.lower()
     # the call, with whatever optional arguments the model fills in (the calls step says nothing of them)
-    assert "── step 1" in shown.stderr and re.search(r'  call     read_file\(\{[^\n]*"path": "colour\.txt"', shown.stderr)
+    called = re.search(r'  call     read_file\(\{[^\n]*"path": "colour\.txt"', shown.stderr)
+    assert "── step 1" in shown.stderr and called, shown.stderr
     stopped = _cli("run", TASK, "--root", str(demo), "--max-steps", "1")
     assert stopped.returncode == 1 and "shapeloop: max_steps:" in stopped.stderr
 
