@@ -10,6 +10,7 @@ acceptor, tool feedback, guards and events. Help beyond that comes from the run'
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -381,18 +382,12 @@ class Loop:
 
 def _merged(calls: list[ToolCall]) -> tuple[list[ToolCall], list[int]]:
     """The distinct calls of a step, in the order first written, and how many times each was written."""
-    distinct: dict[str, int] = {}
-    kept: list[ToolCall] = []
-    times: list[int] = []
+    first: dict[str, ToolCall] = {}
+    written: Counter[str] = Counter()
     for call in calls:
-        key = call.key
-        if key in distinct:
-            times[distinct[key]] += 1
-            continue
-        distinct[key] = len(kept)
-        kept.append(call)
-        times.append(1)
-    return kept, times
+        first.setdefault(call.key, call)
+        written[call.key] += 1
+    return list(first.values()), [written[key] for key in first]
 
 
 def _status(result: ToolResult, record: CallRecord) -> ToolStatus:
