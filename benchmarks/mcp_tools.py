@@ -10,7 +10,9 @@ arguments that matter; at each count the request's tool is offered among distrac
 fixed seed from the other servers' tools, in a seeded order. One step is asked (``max_steps=1``): the
 first call is right when it names the right tool with the right arguments (strings compared without
 case; a value in a tuple is any of them). Each column runs the same offers: ``plain`` (the plain loop)
-and ``tool-cut`` (``ToolCut(window=ctx)``). Writes ``measurements/mcp_tools/<model>.json`` with every
+and ``tool-cut`` (``ToolCut(window=ctx)``); where the cut does not apply at a count (the
+documentation fits), the request is the plain one, so its record is plain's, marked ``"cut":
+false``, not run again. Writes ``measurements/mcp_tools/<model>.json`` with every
 record, the documentation's estimated tokens and the prompt's real tokens at each count.
 """
 
@@ -188,7 +190,22 @@ def run_one(brain: Any, index: int, count: int, column: str, ctx: int, seed: int
         "prompt_tokens": replies[0].usage.prompt_tokens if replies and replies[0].usage else None,
         "call": None if not calls else {"tool": calls[0].tool, "args": dict(calls[0].args)},
         "tool_right": tool_right, "args_right": args_right, "seconds": round(time.monotonic() - start, 2),
+        "cut": column == "tool-cut",
     }  # fmt: skip
+
+
+def cuts(index: int, count: int, ctx: int, seed: int) -> bool:
+    """Whether ``ToolCut(window=ctx)`` shapes this offer's steps at all."""
+    policy = ToolCut(window=ctx).for_run(REQUESTS[index][0], tools_of(offer(index, count, seed)))
+    return policy._ranker is not None
+
+
+def reuse(records: list[dict[str, Any]], index: int, count: int, column: str, ctx: int, seed: int) -> dict | None:
+    """Plain's record for a ``tool-cut`` offer the cut leaves alone (the same request), else None."""
+    if column != "tool-cut" or cuts(index, count, ctx, seed):
+        return None
+    plain = next((r for r in records if (r["request"], r["count"], r["column"]) == (index, count, "plain")), None)
+    return None if plain is None else {**plain, "column": "tool-cut", "cut": False}
 
 
 def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -215,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", default="plain,tool-cut")
     parser.add_argument("--ctx", type=int, default=4096, help="the model's window, and ToolCut's")
     parser.add_argument("--seed", type=int, default=47)
+    parser.add_argument("--threads", type=int, help="llamacpp CPU threads (default: all cores; 1 beside other work)")
     parser.add_argument("--quick", action="store_true", help="3 requests at 2 and 40 tools (the cut applies at 40)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS / "mcp_tools")
     args = parser.parse_args(argv)
@@ -226,13 +244,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--columns: plain, tool-cut")
     indexes = QUICK if args.quick else list(range(len(REQUESTS)))
     context = args.ctx if args.backend == "llamacpp" else None
-    brain = backends.create(args.backend, args.model, base_url=args.base_url, context=context)
+    threads = {"n_threads": args.threads} if args.threads and args.backend == "llamacpp" else {}
+    brain = backends.create(args.backend, args.model, base_url=args.base_url, context=context, **threads)
     records = []
     with closing(brain):
         for count in counts:
             for column in columns:
                 for index in indexes:
-                    record = run_one(brain, index, count, column, args.ctx, args.seed)
+                    record = reuse(records, index, count, column, args.ctx, args.seed)
+                    record = record or run_one(brain, index, count, column, args.ctx, args.seed)
                     records.append(record)
                     print(f"{count:>3} {column:<8} {record['right']:<20} {record['call']}", file=sys.stderr, flush=True)
     rows = summary(records)

@@ -85,6 +85,9 @@ class Capabilities:
             constrained step chooses between calling and answering, from its own logits (the
             embedded backend with its fast engine), and says in :attr:`Reply.leaned` where the
             margin changed the choice.
+        preset: names of the policies measured to help the brain's model (the catalogue's
+            ``preset``; :func:`shapeloop.policies.resolve` names), which the default policies add
+            (:class:`~shapeloop.policies.ModelPreset`).
     """
 
     schema: SchemaSupport = SchemaSupport.FULL
@@ -93,6 +96,7 @@ class Capabilities:
     logprobs: bool = False
     calibration: tuple[tuple[str, float], ...] = ()
     margins: bool = False
+    preset: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

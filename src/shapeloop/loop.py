@@ -230,7 +230,7 @@ class Loop:
                            results=self.results)  # fmt: skip
         schema = None
         if self.mode is Mode.CONSTRAINED:
-            schema = self.offer.schema(shape.excluded, answer=shape.may_answer)
+            schema = self.offer.schema(shape.excluded, answer=shape.may_answer, hold=shape.hold)
             if self.cut:  # the retry of a cut reply: the grammar holds its answer to about half the length
                 schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,

@@ -59,6 +59,9 @@ class CatalogueModel:
     # the decision margin of the Abstain policy for this model (shapeloop.policies.abstain), read off
     # BFCL's tune sample (python -m benchmarks.margins; measurements/policies.json); None: not calibrated
     call_margin: float | None = None
+    # the policies on by default for this model alone (shapeloop.policies.ModelPreset), each because it
+    # won for this model on BFCL's tune sample (measurements/policies.json); () for none
+    preset: tuple[str, ...] = ()
 
 
 def calibration(entry: CatalogueModel | None) -> tuple[tuple[str, float], ...]:

@@ -4,12 +4,28 @@ call, and whether it may answer, each built once for each distinct offer."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shapeloop import prompts
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
+
+Hold = tuple[tuple[str, str, tuple[str, ...]], ...]
+"""Arguments held to values at one step: ``(tool, argument, values)``."""
+
+
+def held(tool: Tool, hold: Hold) -> Tool:
+    """``tool`` with each argument ``hold`` names for it held to its values (an ``enum``, keeping the
+    argument's description); the tool itself where ``hold`` names none of its arguments."""
+    properties = dict(tool.parameters.get("properties") or {})
+    changed = False
+    for name, argument, values in hold:
+        if name == tool.name and argument in properties and values:
+            described = properties[argument].get("description") if isinstance(properties[argument], dict) else None
+            properties[argument] = {"enum": list(values), **({"description": described} if described else {})}
+            changed = True
+    return replace(tool, parameters={**tool.parameters, "properties": properties}) if changed else tool
 
 
 @dataclass(kw_only=True)
@@ -22,7 +38,7 @@ class Offer:
     batch: bool
     max_reason_chars: int | None
     system: str | None = None  # the caller's own instructions, appended to the prompt
-    built: dict[tuple[bool, frozenset[str]], dict[str, Any]] = field(default_factory=dict)
+    built: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     prompts: dict[frozenset[str], str] = field(default_factory=dict)
 
     def prompt(self, excluded: frozenset[str] = frozenset()) -> str:
@@ -36,12 +52,14 @@ class Offer:
             )
         return self.prompts[key]
 
-    def schema(self, excluded: frozenset[str] = frozenset(), answer: bool = True) -> dict[str, Any]:
+    def schema(self, excluded: frozenset[str] = frozenset(), answer: bool = True, hold: Hold = ()) -> dict[str, Any]:
         """The schema of a step that may call any tool not in ``excluded``, and answer if ``answer``
-        (a step left no tool always may)."""
-        key = (answer, excluded & {tool.name for tool in self.tools})
+        (a step left no tool always may); ``hold``: ``(tool, argument, values)``, each argument held
+        to those values."""
+        key = (answer, excluded & {tool.name for tool in self.tools}, hold)
         if key not in self.built:
-            self.built[key] = self._build([t for t in self.tools if t.name not in excluded], answer)
+            kept = [held(t, hold) for t in self.tools if t.name not in excluded]
+            self.built[key] = self._build(kept, answer)
         return self.built[key]
 
     def _build(self, kept: list[Tool], answer: bool) -> dict[str, Any]:

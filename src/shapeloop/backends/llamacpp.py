@@ -101,7 +101,8 @@ class LlamaCppBrain(BaseBrain):
         self.max_reason_chars = max_reason_chars
         entry = models.CATALOGUE.get(os.fspath(model))
         self.capabilities = Capabilities(exclusive=True, logprobs=True, calibration=models.calibration(entry),
-                                         margins=engine != "llama.cpp")  # fmt: skip
+                                         margins=engine != "llama.cpp",
+                                         preset=entry.preset if entry else ())  # fmt: skip
         self._bases: dict[tuple[str, str], list[float]] = {}
         self.temperature = temperature
         self.seed = seed

@@ -24,7 +24,10 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
+from shapeloop.policies.hold import HoldValues
+from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
+from shapeloop.policies.preset import ModelPreset
 from shapeloop.policies.state import StateLine
 from shapeloop.policies.tool_cut import ToolCut
 
@@ -35,15 +38,25 @@ SMALL_MODEL: tuple[Policy, ...] = ()
 """The policies that earned their place on BFCL's tune sample for small models (none yet: see
 ``measurements/policies.json`` for each one tried and why it is not here)."""
 
-DEFAULT: tuple[Policy, ...] = SMALL_MODEL
-"""What ``run_agent`` runs when ``policies`` is not given."""
+DEFAULT: tuple[Policy, ...] = (*SMALL_MODEL, ModelPreset())
+"""What ``run_agent`` runs when ``policies`` is not given: :data:`SMALL_MODEL`, and the policies the
+brain's model was measured to need (:class:`ModelPreset`: the catalogue's ``preset`` for the model,
+declared by the brain; none for a brain that declares none)."""
 
 # read-only tables of names: nothing here can be reassigned to change what a run does
 _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
     {"plain": PLAIN, "default": DEFAULT, "small-model": SMALL_MODEL}
 )
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
-    {"abstain": Abstain, "fit-floor": FitFloor, "lookup-hint": LookupHint, "tool-cut": ToolCut}
+    {
+        "abstain": Abstain,
+        "fit-floor": FitFloor,
+        "hold-values": HoldValues,
+        "look-after-failure": LookAfterFailure,
+        "look-first": LookFirst,
+        "lookup-hint": LookupHint,
+        "tool-cut": ToolCut,
+    }
 )
 
 
@@ -83,7 +96,11 @@ __all__ = [
     "Abstain",
     "CallOutcome",
     "FitFloor",
+    "HoldValues",
+    "LookAfterFailure",
+    "LookFirst",
     "LookupHint",
+    "ModelPreset",
     "Objection",
     "Policy",
     "Refusal",

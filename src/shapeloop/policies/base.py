@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -105,6 +105,11 @@ class StepShape:
             conversation; the event keeps them).
         call_margin: the step calls only where the model leans to calling by more than this (its
             logits; :attr:`~shapeloop.Request.call_margin`), on a brain that declares ``margins``.
+        hold: arguments held to a list of values at this step, by tool and argument name
+            (``{"stock_price": {"symbol": ("ZETA", "ZTC")}}``): the step's schema lets the model
+            write only those there; the tool's other arguments, and the other tools, are unchanged.
+            As ``answer``, held by the schema only: the policy's ``check_call`` enforces it where the
+            reply is not constrained.
     """
 
     reason: str
@@ -112,6 +117,7 @@ class StepShape:
     answer: Literal["may", "must", "never"] = "may"
     note: str = ""
     call_margin: float | None = None
+    hold: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

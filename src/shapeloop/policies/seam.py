@@ -30,6 +30,7 @@ class Shape:
     note: str = ""  # words the model reads at this step only
     call_margin: float | None = None  # the decision margin asked of the brain (the largest any policy asks)
     margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
+    hold: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (tool, argument, the values it may take)
 
 
 @dataclass(kw_only=True)
@@ -41,19 +42,23 @@ class PolicySet:
     task: str
     tools: tuple[Tool, ...]
     outcomes: list[CallOutcome] = field(default_factory=list)
+    preset: tuple[str, ...] = ()  # the names a ModelPreset added, for the event at the start
 
     @classmethod
     def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain) -> PolicySet:
-        """The per-run instances of ``policies``, less those whose needs the brain does not declare."""
+        """The per-run instances of ``policies``, less those whose needs the brain does not declare;
+        a :class:`~shapeloop.policies.ModelPreset` becomes the policies the brain's model declares
+        (:attr:`~shapeloop.Capabilities.preset`), less those the run names already."""
         offers = _offers(brain)
         active, missing = [], []
-        for policy in policies:
+        expanded, preset = _expanded(policies, brain)
+        for policy in expanded:
             lacking = policy.needs - offers
             if lacking:
                 missing.append((policy, lacking))
             else:
                 active.append(policy.for_run(task, tools))
-        return cls(active=active, missing=missing, task=task, tools=tuple(tools))
+        return cls(active=active, missing=missing, task=task, tools=tuple(tools), preset=preset)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -61,8 +66,14 @@ class PolicySet:
         return tuple(policy.name for policy in self.active)
 
     def started(self, brain: Brain) -> list[Event]:
-        """An event for each policy left out for what the brain lacks."""
-        return [
+        """An event for the model's preset where it added policies, and for each policy left out for
+        what the brain lacks."""
+        added: list[Event] = [
+            PolicyIntervened(step=0, policy=name, hook="for_run", change="on for this model",
+                             reason=f"the preset {type(brain).__name__} declares for its model (the catalogue's)")
+            for name in self.preset
+        ]  # fmt: skip
+        return added + [
             PolicyIntervened(
                 step=0,
                 policy=policy.name,
@@ -104,6 +115,7 @@ class PolicySet:
         offered, must, never, notes = names, False, False, []
         margin: float | None = None
         margins_by = ""
+        held: dict[tuple[str, str], tuple[str, ...]] = {}
         for policy in self.active:
             shape = policy.shape_step(view)
             if shape is None:
@@ -118,7 +130,11 @@ class PolicySet:
                 notes.append(shape.note)
             if shape.call_margin is not None and (margin is None or shape.call_margin >= margin):
                 margin, margins_by = shape.call_margin, policy.name
-        leans = Shape(call_margin=margin, margins_by=margins_by)
+            for tool, arguments in (shape.hold or {}).items():
+                for argument, values in arguments.items():
+                    held.setdefault((tool, argument), tuple(values))  # the first policy's hold stands
+        hold = tuple((tool, argument, values) for (tool, argument), values in held.items() if tool in names)
+        leans = Shape(call_margin=margin, margins_by=margins_by, hold=hold)
         if must:
             return replace(leans, excluded=names, may_answer=True, note="\n".join(notes))
         return replace(leans, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
@@ -140,6 +156,24 @@ class PolicySet:
                 emit(_intervened(view.step, policy, "check_answer", "objected to the answer", objection.reason))
                 return objection
         return None
+
+
+def _expanded(policies: Sequence[Policy], brain: Brain) -> tuple[list[Policy], tuple[str, ...]]:
+    """``policies`` with each :class:`~shapeloop.policies.ModelPreset` in place of the policies the
+    brain declares for its model (those the run names already left out), and the names it added."""
+    from shapeloop.policies import ModelPreset, resolve  # the package imports this module's users
+
+    if not any(isinstance(policy, ModelPreset) for policy in policies):
+        return list(policies), ()
+    declared = tuple(getattr(brain.capabilities, "preset", ()) or ())
+    named = {policy.name for policy in policies}
+    fresh = [policy for policy in resolve(",".join(declared)) if policy.name not in named] if declared else []
+    out: list[Policy] = []
+    for policy in policies:
+        out += fresh if isinstance(policy, ModelPreset) else [policy]
+        if isinstance(policy, ModelPreset):
+            fresh = []  # a second placeholder adds nothing more
+    return out, tuple(policy.name for policy in out if policy.name not in named)
 
 
 def _offers(brain: Brain) -> frozenset[str]:
@@ -170,4 +204,7 @@ def _described(shape: StepShape, names: frozenset[str]) -> str:
         parts.append(f"note: {shape.note}")
     if shape.call_margin is not None:
         parts.append(f"call only with a lean above {shape.call_margin:.2f}")
+    for tool, arguments in (shape.hold or {}).items():
+        for argument, values in arguments.items():
+            parts.append(f"held {tool}.{argument} to {len(values)} values")
     return "; ".join(parts) or "no change"

@@ -1,0 +1,161 @@
+"""HoldValues: after a call fails on a value the model wrote, the next call of that tool takes the
+argument from the values the results have given since (or the user wrote), not the failed one.
+
+Issue 46, item 3: a call often needs a value an earlier result gave (an id, a path, a ticker symbol),
+and a small model copies the wrong thing: qwen2.5-coder-0.5b calls ``get_stock_info(symbol="Zeta
+Corp")``, is told it failed, looks the symbol up, and makes its failed call again unchanged. Telling
+it the right value in words was measured and changed nothing (``LookupHint``'s history); this policy
+takes the wrong copy out of the model's reach instead, in the step's schema.
+
+When a call fails, its *suspect* is the one string argument whose value no earlier result held (a
+value from a result is trusted; where two or more arguments are unproven, none is suspected, and the
+policy stays out). From then until the model calls that tool again, each step holds that argument of
+that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: every string a result has
+given since the failure (the strings and numbers of a JSON result, the short lines of a text one),
+and the user's own values (each word of the request and its quoted parts), less the value that
+failed. Nothing is held before some result has given a value. The other tools, the tool's other
+arguments and the answer stay open. Where the reply is not constrained (prose, native calls), a call
+of the held tool with another value is refused (:meth:`HoldValues.check_call`), the values named.
+
+So a user's value is never held out because no result contained it: only the value the tool itself
+refused is. The policy reads no word of any language: values are compared as they are written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from shapeloop.policies.base import Policy, Refusal, RunView, StepShape
+from shapeloop.toolbox import ToolStatus
+from shapeloop.tools import Tool, ToolCall
+
+_QUOTED = re.compile(r"""(?:^|(?<=\W))(["'`])(.+?)\1(?=\W|$)""")
+_EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’"
+
+
+def result_values(text: str, *, max_line: int = 80) -> list[str]:
+    """The values a result gives: every string and number of a JSON result (keys left out), or the
+    short lines of a text result, in order, each once."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        lines = (line.strip() for line in text.splitlines())
+        return list(dict.fromkeys(line for line in lines if line and len(line) <= max_line))
+    return list(dict.fromkeys(_scalars(data)))
+
+
+def _scalars(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        for value in data.values():
+            yield from _scalars(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _scalars(value)
+    elif isinstance(data, str) and data.strip():
+        yield data
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        yield str(data)
+
+
+def user_values(text: str) -> list[str]:
+    """The values a user's words hold as a model would copy them: each quoted part, and each word
+    without the punctuation around it."""
+    quoted = [m.group(2) for m in _QUOTED.finditer(text)]
+    words = (word.strip(_EDGE) for word in text.split())
+    return list(dict.fromkeys([*quoted, *(w for w in words if w)]))
+
+
+class HoldValues(Policy):
+    """Hold the argument a failed call made up to the values results gave since, and the user's.
+
+    Args:
+        max_values: at most this many values are held (the most recent results' first, then the
+            user's); more would make the schema the model reads long.
+    """
+
+    def __init__(self, *, max_values: int = 60) -> None:
+        if not isinstance(max_values, int) or isinstance(max_values, bool) or max_values < 1:
+            raise ValueError(f"max_values must be a whole number, 1 or more, not {max_values!r}")
+        self.max_values = max_values
+        self._strings: dict[str, frozenset[str]] = {}
+        self._suspect: tuple[str, str, str, int] | None = None  # (tool, argument, failed value, outcomes then)
+        self._seen = 0
+        self._held: tuple[str, ...] = ()
+
+    def for_run(self, task: str, tools: Sequence[Tool]) -> HoldValues:
+        """A fresh copy that knows which arguments of each tool take strings."""
+        del task
+        fresh = copy.copy(self)
+        fresh._strings = {t.name: _string_arguments(t) for t in tools}
+        fresh._suspect, fresh._seen, fresh._held = None, 0, ()
+        return fresh
+
+    def shape_step(self, view: RunView) -> StepShape | None:
+        """Hold the suspect argument of the failed tool to the values seen since the failure."""
+        self._follow(view)
+        self._held = ()
+        if self._suspect is None:
+            return None
+        tool, argument, failed, since = self._suspect
+        given = [v for o in view.calls[since:] if o.status is ToolStatus.OK for v in result_values(o.text)]
+        if not given:
+            return None
+        said = user_values(view.task)
+        values = [v for v in dict.fromkeys([*reversed(given), *said]) if v != failed][: self.max_values]
+        if not values:
+            return None
+        self._held = tuple(values)
+        shown = ", ".join(values[:8]) + (", ..." if len(values) > 8 else "")
+        reason = f"{tool} failed with {argument}={failed!r}: its {argument} is held to the {len(values)} values seen"
+        note = f"{tool} failed with {argument}={failed!r}. Values seen: {shown}"
+        return StepShape(reason=reason, note=note, hold={tool: {argument: self._held}})
+
+    def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
+        """Where the reply was not constrained: refuse the held tool called with a value not held."""
+        del view
+        if self._suspect is None or not self._held or call.tool != self._suspect[0]:
+            return None
+        argument = self._suspect[1]
+        value = call.args.get(argument)
+        if not isinstance(value, str) or value in self._held:
+            return None
+        shown = ", ".join(self._held[:8])
+        return Refusal(reason=f"{call.tool}.{argument}={value!r} is none of the values held",
+                       feedback=f"{call.tool} failed with {argument}={self._suspect[2]!r}; give {argument} one of "
+                                f"the values the results gave: {shown}")  # fmt: skip
+
+    def _follow(self, view: RunView) -> None:
+        """Read the outcomes since the last step: a failure names a suspect, a call of the held tool
+        ends the hold."""
+        for index in range(self._seen, len(view.calls)):
+            outcome = view.calls[index]
+            if self._suspect is not None and outcome.call.tool == self._suspect[0]:
+                self._suspect = None
+            if outcome.status is ToolStatus.ERROR:
+                self._suspect = self._suspected(view, index)
+        self._seen = len(view.calls)
+
+    def _suspected(self, view: RunView, index: int) -> tuple[str, str, str, int] | None:
+        call = view.calls[index].call
+        earlier = [o.text for o in view.calls[:index] if o.status is ToolStatus.OK]
+        unproven = [
+            (name, value) for name, value in call.args.items()
+            if name in self._strings.get(call.tool, ()) and isinstance(value, str) and value
+            and not any(value in text for text in earlier)
+        ]  # fmt: skip
+        if len(unproven) != 1:
+            return None
+        name, value = unproven[0]
+        return call.tool, name, value, index + 1
+
+
+def _string_arguments(tool: Tool) -> frozenset[str]:
+    """The tool's top-level arguments that take a string (and no other type)."""
+    properties = tool.parameters.get("properties") or {}
+    return frozenset(
+        name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("type") == "string"
+    )

@@ -1,0 +1,280 @@
+"""Issue 46's policies for multi-step work: a model's own preset, looking before acting, a state
+line read from the tools that read, and values held to what the results gave."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import call_step, lean_answer
+from shapeloop import Capabilities, SchemaSupport, ScriptedBrain, run_agent, tool
+from shapeloop.events import CallRefused, PolicyIntervened, ToolCalled
+from shapeloop.models import CATALOGUE
+from shapeloop.policies import (
+    DEFAULT,
+    HoldValues,
+    LookAfterFailure,
+    LookFirst,
+    LookupHint,
+    ModelPreset,
+    StateLine,
+    resolve,
+)
+from shapeloop.policies.hold import result_values, user_values
+
+FOLDERS = {"/": ["docs", "notes.txt"], "/docs": ["plan.md"]}
+PRICES = {"ZETA": "150.75", "MSFT": "410.10"}
+
+
+def _desk() -> list[Any]:
+    where = ["/"]
+
+    @tool(read_only=True)
+    def pwd() -> str:
+        """The current folder."""
+        return where[0]
+
+    @tool(read_only=True)
+    def ls() -> str:
+        """What the current folder holds."""
+        return "\n".join(FOLDERS[where[0]])
+
+    @tool
+    def cd(folder: str) -> str:
+        """Go into a folder."""
+        target = "/" + folder.strip("/")
+        if target not in FOLDERS:
+            raise ValueError(f"no folder {folder!r} here")
+        where[0] = target
+        return f"now in {target}"
+
+    @tool
+    def mkdir(name: str) -> str:
+        """Make a folder here."""
+        return f"made {name}"
+
+    return [pwd, ls, cd, mkdir]
+
+
+@tool(read_only=True)
+def symbol_of(company: str) -> str:
+    """The stock symbol of a company, from its name."""
+    return '{"symbol": "ZETA", "exchange": "NYSE"}' if "zeta" in company.casefold() else '{"error": "not found"}'
+
+
+@tool
+def buy(symbol: str, amount: int) -> str:
+    """Buy a stock by its symbol."""
+    if symbol not in PRICES:
+        raise ValueError(f"no stock with symbol {symbol!r}")
+    return f"bought {amount} {symbol}"
+
+
+def _events(run: Any) -> list[PolicyIntervened]:
+    return [e for e in run.events if isinstance(e, PolicyIntervened)]
+
+
+def _calls(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The call variants of a calls step (one a tool), whether or not it may answer."""
+    step = next(v for v in schema.get("anyOf", [schema]) if "calls" in v["properties"])
+    items = step["properties"]["calls"]["items"]
+    return items.get("anyOf", [items])
+
+
+def _offered(schema: dict[str, Any]) -> set[str]:
+    """The tools a calls step offers."""
+    return {v["properties"]["name"]["const"] for v in _calls(schema)}
+
+
+def _can_answer(schema: dict[str, Any]) -> bool:
+    return any("answer" in v.get("properties", {}) for v in schema.get("anyOf", [schema]))
+
+
+# --- the model's own preset (item 4)
+
+
+def test_the_default_adds_the_policies_the_brain_declares_for_its_model_and_says_so() -> None:
+    brain = ScriptedBrain([lean_answer("hi")], capabilities=Capabilities(preset=("look-first",)))
+    run = run_agent(brain, _desk(), "Hello")
+    assert run.policies == ("look-first",)
+    added = [e for e in _events(run) if e.hook == "for_run"]
+    assert [(e.policy, e.change) for e in added] == [("look-first", "on for this model")]
+    assert "catalogue" in added[0].reason
+
+
+def test_the_plain_loop_and_a_list_of_ones_own_take_no_preset() -> None:
+    declares = Capabilities(preset=("look-first",))
+    plain = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello", policies=())
+    assert plain.policies == () and _events(plain) == []
+    mine = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
+                     policies=[LookupHint()])  # fmt: skip
+    assert mine.policies == ("lookup-hint",)
+    both = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
+                     policies=[LookFirst(), ModelPreset()])  # fmt: skip
+    assert both.policies == ("look-first",), "a policy the run names already is not added twice"
+
+
+def test_a_brain_that_declares_no_preset_runs_the_default_unchanged() -> None:
+    run = run_agent(ScriptedBrain([lean_answer("hi")]), _desk(), "Hello")
+    assert run.policies == () and _events(run) == []
+    assert resolve("default") == DEFAULT and ModelPreset() in DEFAULT
+
+
+def test_every_catalogue_preset_names_policies_that_exist() -> None:
+    for entry in CATALOGUE.values():
+        assert len(resolve(",".join(entry.preset))) == len(entry.preset) if entry.preset else True, entry.name
+
+
+# --- looking before acting (item 2)
+
+
+def test_look_first_offers_only_the_reading_tools_at_a_request_s_first_step_then_all() -> None:
+    brain = ScriptedBrain([call_step("pwd"), call_step("mkdir", name="alex"), lean_answer("made")])
+    run = run_agent(brain, _desk(), "Make a folder alex", policies=[LookFirst()])
+    assert run.answer == "made"
+    assert _offered(brain.asked[0].schema) == {"pwd", "ls"} and not _can_answer(brain.asked[0].schema)
+    assert _offered(brain.asked[1].schema) == {"pwd", "ls", "cd", "mkdir"} and _can_answer(brain.asked[1].schema)
+    assert [(e.policy, e.step) for e in _events(run)] == [("look-first", 1)]
+    assert "ls, pwd" in _events(run)[0].reason
+
+
+def test_look_first_stays_out_where_the_tools_all_read_or_all_act() -> None:
+    readers = [t for t in _desk() if t.read_only]
+    brain = ScriptedBrain([lean_answer("ok")])
+    run = run_agent(brain, readers, "Where am I?", policies=[LookFirst()])
+    assert run.interventions == {} and _can_answer(brain.asked[0].schema)
+    actors = [t for t in _desk() if not t.read_only]
+    run = run_agent(ScriptedBrain([lean_answer("ok")]), actors, "Go", policies=[LookFirst()])
+    assert run.interventions == {}
+
+
+def test_look_after_failure_reads_after_an_acting_call_fails_and_not_after_a_read() -> None:
+    brain = ScriptedBrain([
+        call_step("cd", folder="alex"), call_step("ls"), call_step("cd", folder="docs"), lean_answer("in docs"),
+    ])  # fmt: skip
+    run = run_agent(brain, _desk(), "Go into docs", policies=[LookAfterFailure()])
+    assert run.answer == "in docs"
+    assert _offered(brain.asked[0].schema) == {"pwd", "ls", "cd", "mkdir"}, "the first step is the plain loop's"
+    assert _offered(brain.asked[1].schema) == {"pwd", "ls"} and not _can_answer(brain.asked[1].schema)
+    assert _offered(brain.asked[2].schema) == {"pwd", "ls", "cd", "mkdir"}, "one reading step a failure"
+    assert [e.step for e in _events(run)] == [2] and "cd failed" in _events(run)[0].reason
+
+
+def test_look_after_failure_ignores_a_failed_read() -> None:
+    @tool(read_only=True)
+    def cat(path: str) -> str:
+        """Show a file."""
+        raise FileNotFoundError(path)
+
+    brain = ScriptedBrain([call_step("cat", path="x"), lean_answer("no such file")])
+    run = run_agent(brain, [*_desk(), cat], "Show x", policies=[LookAfterFailure()])
+    assert run.interventions == {} and _can_answer(brain.asked[1].schema)
+
+
+# --- a state line read from the tools that read
+
+
+def test_state_line_reads_the_named_tools_before_every_step() -> None:
+    brain = ScriptedBrain([call_step("cd", folder="docs"), lean_answer("done")])
+    run = run_agent(brain, _desk(), "Go into docs", policies=[StateLine(reads=["pwd", "ls"])])
+    assert run.answer == "done"
+    assert brain.asked[0].messages[-1]["content"] == "pwd() -> /; ls() -> docs notes.txt"
+    assert brain.asked[1].messages[-1]["content"] == "pwd() -> /docs; ls() -> plan.md", "read afresh at each step"
+    assert run.interventions == {"state-line": 2}
+
+
+def test_state_line_refuses_a_tool_that_acts_or_is_not_there_before_the_run_starts() -> None:
+    brain = ScriptedBrain([lean_answer("x")])
+    with pytest.raises(ValueError, match="read_only=True; 'mkdir' does not"):
+        run_agent(brain, _desk(), "Go", policies=[StateLine(reads=["pwd", "mkdir"])])
+    with pytest.raises(ValueError, match="'whoami', which is not one of the run's tools"):
+        run_agent(brain, _desk(), "Go", policies=[StateLine(reads=["whoami"])])
+    assert brain.asked == []
+    with pytest.raises(ValueError, match="not both"):
+        StateLine(lambda: "x", reads=["pwd"])
+
+
+def test_state_line_shows_a_failed_read_as_an_error_and_goes_on() -> None:
+    @tool(read_only=True)
+    def status() -> str:
+        """The car's status."""
+        raise RuntimeError("sensor offline")
+
+    brain = ScriptedBrain([lean_answer("unknown")])
+    run = run_agent(brain, [status, *_desk()], "Status?", policies=[StateLine(reads=["status"])])
+    assert run.answer == "unknown"
+    assert brain.asked[0].messages[-1]["content"] == "status() -> ERROR: RuntimeError: sensor offline"
+
+
+# --- values that come from results (item 3)
+
+
+def test_hold_values_holds_the_failed_argument_to_the_values_a_result_gave() -> None:
+    brain = ScriptedBrain([
+        call_step("buy", symbol="Zeta Corp", amount=5), call_step("symbol_of", company="Zeta Corp"),
+        call_step("buy", symbol="ZETA", amount=5), lean_answer("bought"),
+    ])  # fmt: skip
+    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp", policies=[HoldValues()])
+    assert run.answer == "bought"
+    assert "hold" not in str(brain.asked[1].schema), "nothing is held before a result gives a value"
+    held = _held(brain.asked[2].schema, "buy", "symbol")
+    assert held is not None and held[:2] == ["NYSE", "ZETA"], "the results' values come first, latest first"
+    assert "Zeta Corp" not in held, "the value the tool refused is held out"
+    assert {"Buy", "shares"} <= set(held), "the user's own words stay in reach"
+    assert _held(brain.asked[2].schema, "symbol_of", "company") is None, "another tool is unchanged"
+    assert _held(brain.asked[3].schema, "buy", "symbol") is None, "the hold ends once the tool is called"
+    calls = [e.call.args for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
+    assert calls[-1] == {"symbol": "ZETA", "amount": 5}, "a value a result gave is accepted"
+    assert [e.step for e in _events(run)] == [3] and "symbol='Zeta Corp'" in _events(run)[0].reason
+
+
+def test_hold_values_leaves_a_user_s_value_alone_where_nothing_failed() -> None:
+    brain = ScriptedBrain([call_step("buy", symbol="MSFT", amount=2), lean_answer("bought")])
+    run = run_agent(brain, [symbol_of, buy], "Buy 2 MSFT", policies=[HoldValues()])
+    assert run.answer == "bought" and run.interventions == {}, "a user's value no result contains is accepted"
+
+
+def test_hold_values_refuses_the_wrong_copy_where_the_reply_is_not_constrained() -> None:
+    prose = Capabilities(schema=SchemaSupport.NONE)
+    brain = ScriptedBrain([
+        call_step("buy", symbol="Zeta Corp", amount=5), call_step("symbol_of", company="Zeta Corp"),
+        call_step("buy", symbol="Zeta Corp", amount=5), call_step("buy", symbol="MSFT", amount=5),
+        lean_answer("bought MSFT"),
+    ], capabilities=prose)  # fmt: skip
+    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp, or MSFT", policies=[HoldValues()])
+    refused = [e for e in run.events if isinstance(e, CallRefused)]
+    assert [e.call.args["symbol"] for e in refused] == ["Zeta Corp"]
+    told = brain.asked[3].messages[-2]["content"] + brain.asked[3].messages[-1]["content"]
+    assert "give symbol one of the values the results gave: NYSE, ZETA" in told, told
+    made = [e.call.args["symbol"] for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
+    assert made == ["Zeta Corp", "MSFT"], "the failed value made again is refused; a user's other value runs"
+    assert any(e.hook == "check_call" for e in _events(run))
+
+
+def test_hold_values_suspects_nothing_where_two_arguments_are_unproven() -> None:
+    @tool
+    def transfer(source: str, target: str) -> str:
+        """Move money between accounts."""
+        raise ValueError("no such account")
+
+    brain = ScriptedBrain([
+        call_step("transfer", source="a", target="b"), call_step("symbol_of", company="Zeta"), lean_answer("no"),
+    ])  # fmt: skip
+    run = run_agent(brain, [transfer, symbol_of], "Move money from a to b", policies=[HoldValues()])
+    assert run.interventions == {}
+
+
+def test_values_are_read_from_json_and_text_results_and_the_user_s_words() -> None:
+    assert result_values('{"a": {"id": 17, "ok": true, "names": ["x", "y"]}}') == ["17", "x", "y"]
+    assert result_values("notes.txt\n\n docs \n" + "z" * 200) == ["notes.txt", "docs"]
+    assert user_values("Move 'annual report.txt' to «Berichte», bitte!") == [
+        "annual report.txt", "Move", "annual", "report.txt", "to", "Berichte", "bitte"]  # fmt: skip
+
+
+def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
+    for variant in _calls(schema):
+        if variant["properties"]["name"]["const"] == name:
+            spec = variant["properties"]["arguments"]["properties"][argument]
+            return spec.get("enum")
+    return None
