@@ -120,9 +120,44 @@ def native_name(name: str) -> str:
     return name.replace(".", "_")
 
 
-def _tool(doc: Mapping[str, Any], fn: Callable[..., str], name: str | None = None) -> Tool:
+READ_ONLY = frozenset({
+    # GorillaFileSystem: these report on files and folders and change none (cd changes the folder)
+    "cat", "diff", "du", "find", "grep", "ls", "pwd", "sort", "tail", "wc",
+    # MathAPI: every function computes a value from its arguments
+    "absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "max_value", "mean", "min_value",
+    "multiply", "percentage", "power", "round_number", "si_unit_conversion", "square_root", "standard_deviation",
+    "subtract", "sum_values",
+    # MessageAPI
+    "get_message_stats", "get_user_id", "list_users", "message_get_login_status", "search_messages",
+    "view_messages_sent",
+    # TwitterAPI
+    "get_tweet", "get_tweet_comments", "get_user_stats", "get_user_tweets", "list_all_following",
+    "posting_get_login_status", "search_tweets",
+    # TicketAPI
+    "get_ticket", "get_user_tickets", "ticket_get_login_status",
+    # TradingBot
+    "filter_stocks_by_price", "get_account_info", "notify_price_change", "get_available_stocks", "get_current_time", "get_order_details",
+    "get_order_history", "get_stock_info", "get_symbol_by_name", "get_transaction_history", "get_watchlist",
+    "trading_get_login_status",
+    # TravelAPI
+    "compute_exchange_rate", "get_all_credit_cards", "get_booking_history", "get_budget_fiscal_year",
+    "get_credit_card_balance", "get_flight_cost", "get_nearest_airport_by_city", "list_all_airports",
+    "retrieve_invoice", "travel_get_login_status",
+    # VehicleControlAPI
+    "check_tire_pressure", "displayCarStatus", "display_log", "estimate_distance", "estimate_drive_feasibility_by_mileage",
+    "find_nearest_tire_shop", "gallon_to_liter", "get_current_speed", "get_outside_temperature_from_google",
+    "get_outside_temperature_from_weather_com", "get_zipcode_based_on_city", "liter_to_gallon",
+})  # fmt: skip
+"""The functions of BFCL's multi-turn API classes that only read, as their documentation describes
+them (issue 46: marked by the benchmark from the docs, for every entry alike, never per entry): each
+reports or computes and changes no state. Those that change state (a folder, a login, an order, a
+booking, the car) and those whose doc says they write are not here. Their tools get
+``read_only=True``, which the look-before-acting policies read."""
+
+
+def _tool(doc: Mapping[str, Any], fn: Callable[..., str], name: str | None = None, *, reads: bool = False) -> Tool:
     return Tool(name=name or doc["name"], description=doc.get("description", ""),
-                parameters=json_schema(doc["parameters"]), fn=fn, lock_key=LOCK)  # fmt: skip
+                parameters=json_schema(doc["parameters"]), fn=fn, lock_key=LOCK, read_only=reads)  # fmt: skip
 
 
 def single_tools(item: Item, made: Made, *, native: bool = False) -> list[Tool]:
@@ -158,7 +193,7 @@ def multi_tools(item: Item, made: Made, session: str) -> list[Tool]:
 
         return run
 
-    return [_tool(doc, runner(doc["name"])) for doc in item.functions]
+    return [_tool(doc, runner(doc["name"]), reads=doc["name"] in READ_ONLY) for doc in item.functions]
 
 
 def failure(result: str) -> str | None:

@@ -104,6 +104,15 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         row["lost"] += ident in lost
         row[column] += bool(mine[ident]["valid"])
         row[base] += bool(theirs[ident]["valid"])
+    blocks: dict[str, dict[str, int]] = {}
+    for ident in both:
+        if (block := bfcl_block(ident)) is not None:
+            row = blocks.setdefault(block, {"entries": 0, "gained": 0, "lost": 0, column: 0, base: 0})
+            row["entries"] += 1
+            row["gained"] += ident in gained
+            row["lost"] += ident in lost
+            row[column] += bool(mine[ident]["valid"])
+            row[base] += bool(theirs[ident]["valid"])
     turns = {name: _turn_sums(records, both) for name, records in ((column, mine), (base, theirs))}
     return {
         "model": model, "column": column, "base": base, "items": len(both),
@@ -112,9 +121,23 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         **({"turns": turns} if all(turns.values()) else {}),
         "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
         "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,
+        **({"by_block": blocks} if blocks else {}),
         "median_seconds": {column: _median(mine, both), base: _median(theirs, both)},
         "seconds_ratio": _ratio(_median(mine, both), _median(theirs, both)),
     }  # fmt: skip
+
+
+BLOCKS = ((0, "file system"), (50, "vehicle control"), (100, "trading bot"), (150, "travel booking"))
+"""BFCL's multi-turn entries come in blocks of 50, each on one set of API classes."""
+
+
+def bfcl_block(ident: str) -> str | None:
+    """The block of a ``multi_turn_base`` entry (``multi_turn_base_41``: the file system); None for
+    any other item."""
+    head, _, number = ident.rpartition("_")
+    if head != "multi_turn_base" or not number.isdigit():
+        return None
+    return [name for start, name in BLOCKS if int(number) >= start][-1]
 
 
 def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> tuple[bool, str]:

@@ -358,3 +358,12 @@ def test_a_lean_to_answering_is_read_off_the_plain_loops_decision_gaps(tmp_path:
     (folder / "plain.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(UsageError, match="measured its decision gap"):
         bias_measure("qwen2.5-coder-0.5b", tmp_path)
+
+
+def test_a_multi_turn_entry_s_block_is_read_off_its_index_and_other_items_have_none() -> None:
+    from benchmarks.policies import bfcl_block
+
+    assert [bfcl_block(f"multi_turn_base_{n}") for n in (0, 49, 50, 108, 150, 199)] == [
+        "file system", "file system", "vehicle control", "trading bot", "travel booking", "travel booking",
+    ]  # fmt: skip
+    assert bfcl_block("live_simple_3-1-0") is None and bfcl_block("multi_turn_base_x") is None
