@@ -13,12 +13,14 @@ case; a value in a tuple is any of them). Each column runs the same offers: ``pl
 and ``tool-cut`` (``ToolCut(window=ctx)``); where the cut does not apply at a count (the
 documentation fits), the request is the plain one, so its record is plain's, marked ``"cut":
 false``, not run again. Writes ``measurements/mcp_tools/<model>.json`` with every
-record, the documentation's estimated tokens and the prompt's real tokens at each count.
+record (written after each one: ``--resume`` goes on from a stopped run), the documentation's
+estimated tokens and the prompt's real tokens at each count.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -223,6 +225,14 @@ def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def earlier(path: Path, ctx: int, seed: int) -> list[dict[str, Any]]:
+    """The records of an earlier run written to ``path`` with the same window and seed; none otherwise."""
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return list(data.get("records") or []) if (data.get("ctx"), data.get("seed")) == (ctx, seed) else []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
@@ -235,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="llamacpp CPU threads (default: all cores; 1 beside other work)")
     parser.add_argument("--quick", action="store_true", help="3 requests at 2 and 40 tools (the cut applies at 40)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS / "mcp_tools")
+    parser.add_argument("--resume", action="store_true", help="keep the records already written (same --ctx and "
+                        "--seed) and run only what is missing")  # fmt: skip
     args = parser.parse_args(argv)
     counts = [2, len(SPECS)] if args.quick else [int(c) for c in args.counts.split(",")]
     if any(not 1 <= c <= len(SPECS) for c in counts):
@@ -245,25 +257,32 @@ def main(argv: list[str] | None = None) -> int:
     indexes = QUICK if args.quick else list(range(len(REQUESTS)))
     context = args.ctx if args.backend == "llamacpp" else None
     threads = {"n_threads": args.threads} if args.threads and args.backend == "llamacpp" else {}
+    name = f"{args.model.replace('/', '_').replace(':', '_')}{'-quick' if args.quick else ''}"
+    records = earlier(args.out / f"{name}.json", args.ctx, args.seed) if args.resume else []
+    done = {(r["request"], r["count"], r["column"]) for r in records}
+
+    def save() -> Path:  # after every record: a stopped run keeps what it measured (--resume goes on from it)
+        shown = sorted({r["count"] for r in records})
+        return write(name, {"benchmark": "mcp_tools", "model": model_info(args.model), "backend": args.backend,
+                            "ctx": args.ctx, "seed": args.seed, "counts": shown, "columns": columns,
+                            "summary": summary(records), "records": records}, folder=args.out)  # fmt: skip
+
     brain = backends.create(args.backend, args.model, base_url=args.base_url, context=context, **threads)
-    records = []
     with closing(brain):
         for count in counts:
             for column in columns:
                 for index in indexes:
+                    if (index, count, column) in done:
+                        continue
                     record = reuse(records, index, count, column, args.ctx, args.seed)
                     record = record or run_one(brain, index, count, column, args.ctx, args.seed)
                     records.append(record)
+                    save()
                     print(f"{count:>3} {column:<8} {record['right']:<20} {record['call']}", file=sys.stderr, flush=True)
-    rows = summary(records)
-    for row in rows:
+    for row in summary(records):
         print(f"{row['column']:<8} {row['count']:>3} tools: tool {row['tool_right']}/{row['requests']}, "
               f"args {row['args_right']}/{row['requests']}, docs ~{row['doc_tokens']} tokens")  # fmt: skip
-    name = f"{args.model.replace('/', '_').replace(':', '_')}{'-quick' if args.quick else ''}"
-    path = write(name, {"benchmark": "mcp_tools", "model": model_info(args.model), "backend": args.backend,
-                        "ctx": args.ctx, "seed": args.seed, "counts": counts, "columns": columns,
-                        "summary": rows, "records": records}, folder=args.out)  # fmt: skip
-    print(f"wrote {path}", file=sys.stderr)
+    print(f"wrote {save()}", file=sys.stderr)
     return 0
 
 
