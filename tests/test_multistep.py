@@ -139,6 +139,15 @@ def test_look_first_offers_only_the_reading_tools_at_a_request_s_first_step_then
     assert "ls, pwd" in _events(run)[0].reason
 
 
+def test_a_reading_step_keeps_the_plain_prompt_so_the_prompt_cache_holds() -> None:
+    plain = ScriptedBrain([call_step("pwd"), lean_answer("/")])
+    run_agent(plain, _desk(), "Where am I?", policies=())
+    looked = ScriptedBrain([call_step("pwd"), lean_answer("/")])
+    run_agent(looked, _desk(), "Where am I?", policies=[LookFirst()])
+    assert looked.asked[0].messages == plain.asked[0].messages, "every tool is documented: only the schema differs"
+    assert _offered(looked.asked[0].schema) == {"pwd", "ls"} != _offered(plain.asked[0].schema)
+
+
 def test_look_first_stays_out_where_the_tools_all_read_or_all_act() -> None:
     readers = [t for t in _desk() if t.read_only]
     brain = ScriptedBrain([lean_answer("ok")])

@@ -12,7 +12,9 @@ the loop can offer a step the reading tools alone:
   call read-only tools (it must call one), once a failure; then the plain loop again.
 
 Neither acts where the run's tools are all read-only or all acting, and the run's last step may
-always answer. Each shaped step is a :class:`~shapeloop.events.PolicyIntervened` event. They read no
+always answer. The step's schema holds the offer; its prompt still documents every tool, so it is
+the plain step's prompt, which the backend's prompt cache keeps (documenting the readers alone made
+each request's first two steps evaluate the whole prompt anew). Each shaped step is a :class:`~shapeloop.events.PolicyIntervened` event. They read no
 word of the request or of a result: what a tool declares is all they go by. Their measured effect
 is in ``measurements/policies.json``.
 """
@@ -42,7 +44,7 @@ class _Reading(Policy):
     def _read(self, why: str) -> StepShape:
         names = ", ".join(sorted(self._readers))
         return StepShape(reason=f"{why}: offered only the tools that read ({names})", tools=self._readers,
-                         answer="never")  # fmt: skip
+                         answer="never", document_all=True)  # fmt: skip
 
 
 class LookFirst(_Reading):
