@@ -275,7 +275,8 @@ def test_hold_values_suspects_nothing_where_two_arguments_are_unproven() -> None
 
 
 def test_values_are_read_from_json_and_text_results_and_the_user_s_words() -> None:
-    assert result_values('{"a": {"id": 17, "ok": true, "names": ["x", "y"]}}') == ["17", "x", "y"]
+    assert result_values('{"a": {"id": 17, "ok": true, "names": ["x", "y"], "text": "%s"}}' % ("z" * 81)) == [
+        "17", "x", "y"]  # fmt: skip
     assert result_values("notes.txt\n\n docs \n" + "z" * 200) == ["notes.txt", "docs"]
     assert user_values("Move 'annual report.txt' to «Berichte», bitte!") == [
         "annual report.txt", "Move", "annual", "report.txt", "to", "Berichte", "bitte"]  # fmt: skip

@@ -39,13 +39,14 @@ _EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’"
 
 def result_values(text: str, *, max_line: int = 80) -> list[str]:
     """The values a result gives: every string and number of a JSON result (keys left out), or the
-    short lines of a text result, in order, each once."""
+    lines of a text result, in order, each once; none longer than ``max_line`` characters (a value a
+    call takes is short: a file's text is not one)."""
     try:
         data = json.loads(text)
     except ValueError:
         lines = (line.strip() for line in text.splitlines())
         return list(dict.fromkeys(line for line in lines if line and len(line) <= max_line))
-    return list(dict.fromkeys(_scalars(data)))
+    return list(dict.fromkeys(value for value in _scalars(data) if len(value) <= max_line))
 
 
 def _scalars(data: Any) -> Iterator[str]:
