@@ -13,7 +13,8 @@ on count as gained or lost (where it never acted, the run is the plain loop's, a
 differs is the backend's noise: the embedded backend evaluates a prompt prefix from its cache in
 other batches, which can flip a greedy choice; those items are listed apart). The file's ``probes``
 (one-off first-step experiments, written by hand with their scripts' description) are kept from
-the file as it was.
+the file as it was, and so are the rows of policies the records no longer measure (``earlier``: an
+earlier round's tune sample, its records moved aside), each with the date it was built.
 """
 
 from __future__ import annotations
@@ -211,14 +212,26 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a is not None and b else None
 
 
+def earlier_rows(before: Mapping[str, Any], built: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the file as it was for policies the records now measure on neither model (an
+    earlier round's tune sample, whose records were moved aside): kept under ``earlier``, each with
+    the date it was built, so a rebuild never loses a measurement."""
+    now = {row["policy"] for row in built["policies"] if row.get(SMALL) or row.get(LARGE)}
+    kept = [{**row, "built": row.get("built", before.get("date"))} for row in before.get("policies", [])
+            if (row.get(SMALL) or row.get(LARGE)) and row["policy"] not in now]  # fmt: skip
+    kept += [row for row in before.get("earlier", []) if row["policy"] not in now | {r["policy"] for r in kept}]
+    return kept
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.policies", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--records", type=Path, default=RECORDS, help="the BFCL records (default measurements/bfcl)")
     parser.add_argument("--out", type=Path, default=OUT, help="where to write (default measurements/policies.json)")
     args = parser.parse_args(argv)
-    probes = json.loads(args.out.read_text(encoding="utf-8")).get("probes") if args.out.is_file() else None
-    built = build(every_version(read_records(args.records)), probes)
+    before = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    built = build(every_version(read_records(args.records)), before.get("probes"))
+    built["earlier"] = earlier_rows(before, built)
     args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for row in built["policies"]:
         where = "joins the default" if row["joins_default"] else "stays out" if row["in_code"] else "not in the code"

@@ -367,3 +367,16 @@ def test_a_multi_turn_entry_s_block_is_read_off_its_index_and_other_items_have_n
         "file system", "file system", "vehicle control", "trading bot", "travel booking", "travel booking",
     ]  # fmt: skip
     assert bfcl_block("live_simple_3-1-0") is None and bfcl_block("multi_turn_base_x") is None
+
+
+def test_a_rebuilt_policies_file_keeps_an_earlier_round_s_rows_the_records_no_longer_measure() -> None:
+    from benchmarks.policies import LARGE, SMALL, earlier_rows
+
+    before = {"date": "2026-12-05", "policies": [
+        {"policy": "lookup-hint", SMALL: {"net": 0}, LARGE: {"net": 3}},
+        {"policy": "recovery", SMALL: {"net": 0}, LARGE: None},
+        {"policy": "tool-cut", SMALL: None, LARGE: None},
+    ], "earlier": [{"policy": "older", SMALL: {"net": 1}, "built": "2026-11-30"}]}  # fmt: skip
+    built = {"policies": [{"policy": "recovery", SMALL: {"net": 2}, LARGE: None}, {"policy": "lookup-hint"}]}
+    kept = earlier_rows(before, built)
+    assert [(row["policy"], row["built"]) for row in kept] == [("lookup-hint", "2026-12-05"), ("older", "2026-11-30")]
