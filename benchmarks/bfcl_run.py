@@ -137,16 +137,17 @@ READ_ONLY = frozenset({
     "get_ticket", "get_user_tickets", "ticket_get_login_status",
     # TradingBot
     "filter_stocks_by_price", "get_account_info", "notify_price_change", "get_available_stocks", "get_current_time",
-    "get_order_details", "get_order_history", "get_stock_info", "get_symbol_by_name", "get_transaction_history", "get_watchlist",
-    "trading_get_login_status",
+    "get_order_details", "get_order_history", "get_stock_info", "get_symbol_by_name", "get_transaction_history",
+    "get_watchlist", "trading_get_login_status",
     # TravelAPI
     "compute_exchange_rate", "get_all_credit_cards", "get_booking_history", "get_budget_fiscal_year",
     "get_credit_card_balance", "get_flight_cost", "get_nearest_airport_by_city", "list_all_airports",
     "retrieve_invoice", "travel_get_login_status",
     # VehicleControlAPI
     "check_tire_pressure", "displayCarStatus", "display_log", "estimate_distance",
-    "estimate_drive_feasibility_by_mileage", "find_nearest_tire_shop", "gallon_to_liter", "get_current_speed", "get_outside_temperature_from_google",
-    "get_outside_temperature_from_weather_com", "get_zipcode_based_on_city", "liter_to_gallon",
+    "estimate_drive_feasibility_by_mileage", "find_nearest_tire_shop", "gallon_to_liter", "get_current_speed",
+    "get_outside_temperature_from_google", "get_outside_temperature_from_weather_com", "get_zipcode_based_on_city",
+    "liter_to_gallon",
 })  # fmt: skip
 """The functions of BFCL's multi-turn API classes that only read, as their documentation describes
 them (issue 46: marked by the benchmark from the docs, for every entry alike, never per entry): each

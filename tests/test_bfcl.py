@@ -749,3 +749,14 @@ def test_margins_are_read_off_the_records_as_greedy_decoding_would_turn_them() -
     row = next(r for r in margins.grid([wrong_call, right_call]) if (r["call_margin"], r["more_margin"]) == (0.5, None))
     assert (row["gained"], row["lost"]) == (1, 1)
     assert row["by_category"]["irrelevance"]["gained"] == 1 and row["by_category"]["simple_python"]["lost"] == 1
+
+
+def test_the_functions_marked_read_only_are_bfcl_s_own_and_none_of_them_changes_state(wheel: bfcl_data.Bfcl) -> None:
+    from benchmarks.bfcl_run import READ_ONLY
+
+    files = wheel.func_doc_files.values()
+    names = {doc["name"] for name in files for doc in wheel.read(f"data/multi_turn_func_doc/{name}")}
+    assert READ_ONLY <= names, READ_ONLY - names
+    acting = {"cd", "mv", "cp", "rm", "mkdir", "touch", "echo", "send_message", "place_order", "trading_login",
+              "book_flight", "startEngine", "lockDoors", "fillFuelTank", "post_tweet", "create_ticket"}  # fmt: skip
+    assert not READ_ONLY & acting

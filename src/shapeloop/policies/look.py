@@ -14,7 +14,8 @@ the loop can offer a step the reading tools alone:
 Neither acts where the run's tools are all read-only or all acting, and the run's last step may
 always answer. The step's schema holds the offer; its prompt still documents every tool, so it is
 the plain step's prompt, which the backend's prompt cache keeps (documenting the readers alone made
-each request's first two steps evaluate the whole prompt anew). Each shaped step is a :class:`~shapeloop.events.PolicyIntervened` event. They read no
+each request's first two steps evaluate the whole prompt anew). Each shaped step is a
+:class:`~shapeloop.events.PolicyIntervened` event. They read no
 word of the request or of a result: what a tool declares is all they go by. Their measured effect
 is in ``measurements/policies.json``.
 """
