@@ -756,7 +756,7 @@ def test_the_functions_marked_read_only_are_bfcl_s_own_and_none_of_them_changes_
 
     files = wheel.func_doc_files.values()
     names = {doc["name"] for name in files for doc in wheel.read(f"data/multi_turn_func_doc/{name}")}
-    assert READ_ONLY <= names, READ_ONLY - names
+    assert names >= READ_ONLY, READ_ONLY - names
     acting = {"cd", "mv", "cp", "rm", "mkdir", "touch", "echo", "send_message", "place_order", "trading_login",
               "book_flight", "startEngine", "lockDoors", "fillFuelTank", "post_tweet", "create_ticket"}  # fmt: skip
     assert not READ_ONLY & acting
