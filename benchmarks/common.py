@@ -57,5 +57,7 @@ def write(name: str, payload: dict[str, Any], folder: Path = MEASUREMENTS) -> Pa
         "machine": machine(),
         **payload,
     }
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    scratch = path.with_name(f".{path.name}.part")  # whole, then in place: never a torn file
+    scratch.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(scratch, path)
     return path

@@ -192,7 +192,7 @@ def run_one(brain: Any, index: int, count: int, column: str, ctx: int, seed: int
         "prompt_tokens": replies[0].usage.prompt_tokens if replies and replies[0].usage else None,
         "call": None if not calls else {"tool": calls[0].tool, "args": dict(calls[0].args)},
         "tool_right": tool_right, "args_right": args_right, "seconds": round(time.monotonic() - start, 2),
-        "cut": column == "tool-cut",
+        "cut": column == "tool-cut" and cuts(index, count, ctx, seed),
     }  # fmt: skip
 
 
@@ -225,12 +225,14 @@ def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def earlier(path: Path, ctx: int, seed: int) -> list[dict[str, Any]]:
-    """The records of an earlier run written to ``path`` with the same window and seed; none otherwise."""
+def earlier(path: Path, ctx: int, seed: int, backend: str = "llamacpp") -> list[dict[str, Any]]:
+    """The records of an earlier run written to ``path`` on the same backend with the same window and
+    seed; none otherwise."""
     if not path.is_file():
         return []
     data = json.loads(path.read_text(encoding="utf-8"))
-    return list(data.get("records") or []) if (data.get("ctx"), data.get("seed")) == (ctx, seed) else []
+    same = (data.get("ctx"), data.get("seed"), data.get("backend", "llamacpp")) == (ctx, seed, backend)
+    return list(data.get("records") or []) if same else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     context = args.ctx if args.backend == "llamacpp" else None
     threads = {"n_threads": args.threads} if args.threads and args.backend == "llamacpp" else {}
     name = f"{args.model.replace('/', '_').replace(':', '_')}{'-quick' if args.quick else ''}"
-    records = earlier(args.out / f"{name}.json", args.ctx, args.seed) if args.resume else []
+    records = earlier(args.out / f"{name}.json", args.ctx, args.seed, args.backend) if args.resume else []
     done = {(r["request"], r["count"], r["column"]) for r in records}
 
     def save() -> Path:  # after every record: a stopped run keeps what it measured (--resume goes on from it)

@@ -215,7 +215,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def earlier_rows(before: Mapping[str, Any], built: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of the file as it was for policies the records now measure on neither model (an
     earlier round's tune sample, whose records were moved aside): kept under ``earlier``, each with
-    the date it was built, so a rebuild never loses a measurement."""
+    the date it was built. A row that the records measure again is replaced by the new measurement
+    (its earlier figures stay in the file's history)."""
     now = {row["policy"] for row in built["policies"] if row.get(SMALL) or row.get(LARGE)}
     kept = [{**row, "built": row.get("built", before.get("date"))} for row in before.get("policies", [])
             if (row.get(SMALL) or row.get(LARGE)) and row["policy"] not in now]  # fmt: skip

@@ -46,3 +46,20 @@ def test_a_resumed_run_keeps_only_records_of_the_same_window_and_seed(tmp_path: 
     assert earlier(path, 4096, 47) == []
     path.write_text(json.dumps({"ctx": 4096, "seed": 47, "records": [{"request": 0}]}))
     assert earlier(path, 4096, 47) == [{"request": 0}] and earlier(path, 8192, 47) == []
+
+
+def test_a_tool_cut_offer_the_cut_leaves_alone_reuses_plain_s_record_and_says_so() -> None:
+    from benchmarks.mcp_tools import reuse
+
+    plain = {"request": 0, "count": 5, "column": "plain", "tool_right": True, "cut": False}
+    assert reuse([plain], 0, 5, "tool-cut", 4096, 47) == {**plain, "column": "tool-cut", "cut": False}
+    assert reuse([plain], 0, 40, "tool-cut", 4096, 47) is None, "at 40 tools the cut applies: it runs"
+    assert reuse([], 0, 5, "tool-cut", 4096, 47) is None and reuse([plain], 0, 5, "plain", 4096, 47) is None
+    brain = ScriptedBrain([call_step("get_current_time", timezone="Asia/Tokyo")])
+    assert run_one(brain, 0, 5, "tool-cut", 4096, 47)["cut"] is False, "run where no plain record exists"
+
+
+def test_a_resumed_run_keeps_no_record_of_another_backend(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"ctx": 4096, "seed": 47, "backend": "ollama", "records": [{"request": 0}]}))
+    assert earlier(path, 4096, 47, "llamacpp") == [] and earlier(path, 4096, 47, "ollama") == [{"request": 0}]

@@ -3,6 +3,7 @@ line read from the tools that read, and values held to what the results gave."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -115,6 +116,16 @@ def test_the_plain_loop_and_a_list_of_ones_own_take_no_preset() -> None:
     assert both.policies == ("look-first",), "a policy the run names already is not added twice"
 
 
+def test_a_policy_taken_out_by_name_stays_out_of_the_model_s_preset_and_the_preset_can_go() -> None:
+    declares = Capabilities(preset=("look-first", "hold-values"))
+    run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
+                    policies=resolve("default,-look-first"))  # fmt: skip
+    assert run.policies == ("hold-values",)
+    run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
+                    policies=resolve("default,-model-preset"))  # fmt: skip
+    assert run.policies == ()
+
+
 def test_a_brain_that_declares_no_preset_runs_the_default_unchanged() -> None:
     run = run_agent(ScriptedBrain([lean_answer("hi")]), _desk(), "Hello")
     assert run.policies == () and _events(run) == []
@@ -200,7 +211,7 @@ def test_state_line_refuses_a_tool_that_acts_or_is_not_there_before_the_run_star
     with pytest.raises(ValueError, match="'whoami', which is not one of the run's tools"):
         run_agent(brain, _desk(), "Go", policies=[StateLine(reads=["whoami"])])
     assert brain.asked == []
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="exactly one of"):
         StateLine(lambda: "x", reads=["pwd"])
 
 
@@ -226,9 +237,9 @@ def test_hold_values_holds_the_failed_argument_to_the_values_a_result_gave() -> 
     ])  # fmt: skip
     run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp", policies=[HoldValues()])
     assert run.answer == "bought"
-    assert "hold" not in str(brain.asked[1].schema), "nothing is held before a result gives a value"
+    assert _held(brain.asked[1].schema, "buy", "symbol") is None, "nothing is held before a result comes back"
     held = _held(brain.asked[2].schema, "buy", "symbol")
-    assert held is not None and held[:2] == ["NYSE", "ZETA"], "the results' values come first, latest first"
+    assert held is not None and held[:2] == ["ZETA", "NYSE"], "the results' values first, the latest result's first"
     assert "Zeta Corp" not in held, "the value the tool refused is held out"
     assert {"Buy", "shares"} <= set(held), "the user's own words stay in reach"
     assert _held(brain.asked[2].schema, "symbol_of", "company") is None, "another tool is unchanged"
@@ -236,6 +247,36 @@ def test_hold_values_holds_the_failed_argument_to_the_values_a_result_gave() -> 
     calls = [e.call.args for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
     assert calls[-1] == {"symbol": "ZETA", "amount": 5}, "a value a result gave is accepted"
     assert [e.step for e in _events(run)] == [3] and "symbol='Zeta Corp'" in _events(run)[0].reason
+
+
+def test_a_hold_keeps_the_tool_s_own_schema_and_offers_only_what_it_admits() -> None:
+    from shapeloop.offer import held
+
+    code = tool(lambda code: code, name="code", description="A code.")
+    bounded = dataclasses.replace(code, parameters={"type": "object", "properties": {
+        "code": {"type": "string", "maxLength": 4, "description": "four letters"}}, "required": ["code"]})  # fmt: skip
+    spec = held(bounded, (("code", "code", ("ZETA", "Zeta Corp")),)).parameters["properties"]["code"]
+    assert spec == {"type": "string", "maxLength": 4, "description": "four letters", "enum": ["ZETA"]}
+    assert held(bounded, (("code", "code", ("Zeta Corp",)),)) is bounded, "nothing admitted: nothing held"
+    assert held(bounded, (("code", "other", ("x",)),)) is bounded
+
+
+def test_hold_values_offers_what_results_gave_before_the_failure_and_outlives_another_tool_s_failure() -> None:
+    @tool(read_only=True)
+    def quote(symbol: str) -> str:
+        """A stock's quote."""
+        raise ValueError("market closed")
+
+    brain = ScriptedBrain([
+        call_step("symbol_of", company="Zeta Corp"), call_step("buy", symbol="ZETA Corp", amount=1),
+        call_step("quote", symbol="ZETA"), call_step("symbol_of", company="Acme"),
+        call_step("buy", symbol="ZETA", amount=1), lean_answer("bought"),
+    ])  # fmt: skip
+    run = run_agent(brain, [symbol_of, buy, quote], "Buy one Zeta Corp", policies=[HoldValues()])
+    assert run.answer == "bought"
+    held = _held(brain.asked[4].schema, "buy", "symbol")
+    assert held is not None and "ZETA" in held and "ZETA Corp" not in held, held
+    assert _held(brain.asked[3].schema, "buy", "symbol") is None, "held only once a result came back"
 
 
 def test_hold_values_leaves_a_user_s_value_alone_where_nothing_failed() -> None:
@@ -255,7 +296,7 @@ def test_hold_values_refuses_the_wrong_copy_where_the_reply_is_not_constrained()
     refused = [e for e in run.events if isinstance(e, CallRefused)]
     assert [e.call.args["symbol"] for e in refused] == ["Zeta Corp"]
     told = brain.asked[3].messages[-2]["content"] + brain.asked[3].messages[-1]["content"]
-    assert "give symbol one of the values the results gave: NYSE, ZETA" in told, told
+    assert "give symbol one of the values the results gave: ZETA, NYSE" in told, told
     made = [e.call.args["symbol"] for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
     assert made == ["Zeta Corp", "MSFT"], "the failed value made again is refused; a user's other value runs"
     assert any(e.hook == "check_call" for e in _events(run))
@@ -278,8 +319,9 @@ def test_values_are_read_from_json_and_text_results_and_the_user_s_words() -> No
     assert result_values('{"a": {"id": 17, "ok": true, "names": ["x", "y"], "text": "%s"}}' % ("z" * 81)) == [
         "17", "x", "y"]  # fmt: skip
     assert result_values("notes.txt\n\n docs \n" + "z" * 200) == ["notes.txt", "docs"]
-    assert user_values("Move 'annual report.txt' to «Berichte», bitte!") == [
-        "annual report.txt", "Move", "annual", "report.txt", "to", "Berichte", "bitte"]  # fmt: skip
+    assert user_values("Move 'annual report.txt' to «Neue Berichte», bitte!") == [
+        "annual report.txt", "Neue Berichte", "Move", "annual", "report.txt", "to", "Neue", "Berichte", "bitte"]
+    assert user_values("把「年度报告」移到新文件夹。") == ["年度报告", "把「年度报告」移到新文件夹"]
 
 
 def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:

@@ -83,7 +83,7 @@ def test_tool_cut_is_a_named_policy_for_resolve_and_the_cli(tmp_path: Path, caps
     assert "tool-cut" in available()
     [cut] = resolve("tool-cut")
     assert isinstance(cut, ToolCut) and cut.name == "tool-cut"
-    assert resolve("default,tool-cut,-tool-cut") == DEFAULT
+    assert [p.name for p in resolve("default,tool-cut,-tool-cut")] == [p.name for p in DEFAULT]
     script = tmp_path / "script.json"
     script.write_text(json.dumps([answer_step("teal")]))
     args = ["run", "t", "--root", str(tmp_path), "--script", str(script), "--json", "--policies", "tool-cut"]

@@ -220,7 +220,8 @@ class Loop:
     def _question(self, shape: Shape) -> Request:
         """The request for the current mode, shaped by the run's policies."""
         messages = list(self.messages)
-        if shape.excluded and not shape.documented and messages[0]["role"] == "system":  # only the offered ones
+        documented = shape.documented and self.mode is Mode.CONSTRAINED  # elsewhere the prompt holds the offer
+        if shape.excluded and not documented and messages[0]["role"] == "system":  # only the offered ones
             messages[0] = Message(role="system", content=self.offer.prompt(shape.excluded))
         if shape.note:  # read at this step only: the conversation does not keep it
             messages.append(Message(role="user", content=shape.note))

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import jsonschema
+
 from shapeloop import prompts
 from shapeloop.step import fallback_schemas, flat_schema, step_schema, without_answer
 from shapeloop.tools import Tool
@@ -16,14 +18,18 @@ Hold = tuple[tuple[str, str, tuple[str, ...]], ...]
 
 
 def held(tool: Tool, hold: Hold) -> Tool:
-    """``tool`` with each argument ``hold`` names for it held to its values (an ``enum``, keeping the
-    argument's description); the tool itself where ``hold`` names none of its arguments."""
+    """``tool`` with each argument ``hold`` names for it held to its values: an ``enum`` added to the
+    argument's own schema, of the values that schema admits (a value it refuses is left out; where none
+    is left, the argument is not held); the tool itself where ``hold`` changes none of its arguments."""
     properties = dict(tool.parameters.get("properties") or {})
     changed = False
     for name, argument, values in hold:
-        if name == tool.name and argument in properties and values:
-            described = properties[argument].get("description") if isinstance(properties[argument], dict) else None
-            properties[argument] = {"enum": list(values), **({"description": described} if described else {})}
+        spec = properties.get(argument) if name == tool.name else None
+        if not isinstance(spec, dict):
+            continue
+        admitted = [v for v in values if jsonschema.Draft202012Validator(spec).is_valid(v)]
+        if admitted and "pattern" not in spec:  # a pattern is the tool's to judge, within its time bound
+            properties[argument] = {**spec, "enum": admitted}
             changed = True
     return replace(tool, parameters={**tool.parameters, "properties": properties}) if changed else tool
 

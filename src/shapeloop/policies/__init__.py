@@ -67,7 +67,8 @@ def available() -> list[str]:
 
 def resolve(spec: str | Sequence[Policy] | None) -> tuple[Policy, ...]:
     """Policies from a command line's words: ``plain``, ``default``, or names joined by commas
-    (``default,fit-floor``: a preset and a policy; ``-fit-floor`` takes one out).
+    (``default,fit-floor``: a preset and a policy; ``-fit-floor`` takes one out, from the model's own
+    preset too; ``-model-preset`` takes the model's preset out).
 
     Raises:
         ValueError: a name that is neither a preset nor a policy; the message lists the names.
@@ -84,6 +85,10 @@ def resolve(spec: str | Sequence[Policy] | None) -> tuple[Policy, ...]:
             chosen += _PRESETS[name]
         elif name in _BUILDERS:
             chosen = [p for p in chosen if p.name != name] if drop else [*chosen, _BUILDERS[name]()]
+            if drop:  # nor from the model's own preset
+                chosen = [ModelPreset(drop=p.drop | {name}) if isinstance(p, ModelPreset) else p for p in chosen]
+        elif drop and name == ModelPreset().name:
+            chosen = [p for p in chosen if not isinstance(p, ModelPreset)]
         else:
             raise ValueError(f"unknown policy {name!r}: choose from {', '.join(available())}")
     return tuple(chosen)

@@ -7,18 +7,26 @@ Corp")``, is told it failed, looks the symbol up, and makes its failed call agai
 it the right value in words was measured and changed nothing (``LookupHint``'s history); this policy
 takes the wrong copy out of the model's reach instead, in the step's schema.
 
-When a call fails, its *suspect* is the one string argument whose value no earlier result held (a
-value from a result is trusted; where two or more arguments are unproven, none is suspected, and the
-policy stays out). From then until the model calls that tool again, each step holds that argument of
-that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: every string a result has
-given since the failure (the strings and numbers of a JSON result, the short lines of a text one),
-and the user's own values (each word of the request and its quoted parts), less the value that
-failed. Nothing is held before some result has given a value. The other tools, the tool's other
-arguments and the answer stay open. Where the reply is not constrained (prose, native calls), a call
-of the held tool with another value is refused (:meth:`HoldValues.check_call`), the values named.
+When a call fails, its *suspect* is the one plain string argument (one whose schema admits any short
+text: no ``enum``, ``const`` or ``pattern`` of its own) whose value no earlier result held (a value from a result is
+trusted; where two or more arguments are unproven, none is suspected, and the policy stays out). From
+the first result after the failure until the model calls that tool again, each step holds that
+argument of that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: the strings a
+result has given in the run, latest first (the strings and numbers of a JSON result, the lines of a
+text one, none over 80 characters), and the user's own values (each quoted part of the request and
+each word, the punctuation around it taken off), less the value that failed; at most
+``max_values``, half of them kept for the user's. A later failure that names no suspect leaves the
+hold as it is. The other tools, the tool's other arguments and the answer stay open. Where the reply
+is not constrained (prose, native calls), a call of the held tool with another value is refused
+(:meth:`HoldValues.check_call`), the values named, unless the value is written in the request (and
+is not the one that failed).
 
-So a user's value is never held out because no result contained it: only the value the tool itself
-refused is. The policy reads no word of any language: values are compared as they are written.
+So the only value held out is the one a call carried when the tool refused it, and that may be the
+user's (the tool may have refused the call for another reason: a login missing, the wrong folder).
+A value the model must compose (``..``, a joined path) or a user's words that no whitespace splits
+(a request in Chinese or Japanese) cannot be written under the schema's hold; prose mode accepts a
+value written in the request. The policy reads no word of any language: values are compared as they
+are written.
 """
 
 from __future__ import annotations
@@ -29,12 +37,15 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import jsonschema
+
 from shapeloop.policies.base import Policy, Refusal, RunView, StepShape
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
-_QUOTED = re.compile(r"""(?:^|(?<=\W))(["'`])(.+?)\1(?=\W|$)""")
-_EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’"
+_QUOTED = re.compile(r"""(?:^|(?<=\W))(["'`])(.+?)\1(?=\W|$)|“(.+?)”|«(.+?)»|「(.+?)」|『(.+?)』|„(.+?)“""")
+_PROBES = ("q", "\u2063zq7")  # any short text: a schema that refuses one of them constrains its values
+_EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’„「」『』。、，；：！？（）【】"
 
 
 def result_values(text: str, *, max_line: int = 80) -> list[str]:
@@ -65,7 +76,7 @@ def _scalars(data: Any) -> Iterator[str]:
 def user_values(text: str) -> list[str]:
     """The values a user's words hold as a model would copy them: each quoted part, and each word
     without the punctuation around it."""
-    quoted = [m.group(2) for m in _QUOTED.finditer(text)]
+    quoted = [next(g for g in m.groups()[1:] if g) for m in _QUOTED.finditer(text)]
     words = (word.strip(_EDGE) for word in text.split())
     return list(dict.fromkeys([*quoted, *(w for w in words if w)]))
 
@@ -102,11 +113,13 @@ class HoldValues(Policy):
         if self._suspect is None:
             return None
         tool, argument, failed, since = self._suspect
-        given = [v for o in view.calls[since:] if o.status is ToolStatus.OK for v in result_values(o.text)]
-        if not given:
-            return None
-        said = user_values(view.task)
-        values = [v for v in dict.fromkeys([*reversed(given), *said]) if v != failed][: self.max_values]
+        if not any(o.status is ToolStatus.OK for o in view.calls[since:]):
+            return None  # nothing has come back since the failure: the plain loop's feedback stands
+        results = [o for o in view.calls if o.status is ToolStatus.OK]
+        given = list(dict.fromkeys(v for o in reversed(results) for v in result_values(o.text) if v != failed))
+        said = [v for v in user_values(view.task) if v != failed and v not in given]
+        room = self.max_values - min(len(said), self.max_values // 2)  # half kept for the user's values
+        values = [*given[:room], *said][: self.max_values]
         if not values:
             return None
         self._held = tuple(values)
@@ -116,13 +129,13 @@ class HoldValues(Policy):
         return StepShape(reason=reason, note=note, hold={tool: {argument: self._held}})
 
     def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
-        """Where the reply was not constrained: refuse the held tool called with a value not held."""
-        del view
+        """Where the reply was not constrained: refuse the held tool called with a value not held
+        (one written in the request is let through, but for the value that failed)."""
         if self._suspect is None or not self._held or call.tool != self._suspect[0]:
             return None
         argument = self._suspect[1]
         value = call.args.get(argument)
-        if not isinstance(value, str) or value in self._held:
+        if not isinstance(value, str) or value in self._held or (value in view.task and value != self._suspect[2]):
             return None
         shown = ", ".join(self._held[:8])
         return Refusal(reason=f"{call.tool}.{argument}={value!r} is none of the values held",
@@ -137,7 +150,7 @@ class HoldValues(Policy):
             if self._suspect is not None and outcome.call.tool == self._suspect[0]:
                 self._suspect = None
             if outcome.status is ToolStatus.ERROR:
-                self._suspect = self._suspected(view, index)
+                self._suspect = self._suspected(view, index) or self._suspect
         self._seen = len(view.calls)
 
     def _suspected(self, view: RunView, index: int) -> tuple[str, str, str, int] | None:
@@ -155,8 +168,11 @@ class HoldValues(Policy):
 
 
 def _string_arguments(tool: Tool) -> frozenset[str]:
-    """The tool's top-level arguments that take a string (and no other type)."""
+    """The tool's top-level arguments that take a plain string: a string schema that admits any short
+    text (an ``enum``, ``const`` or ``pattern`` of its own says what it takes, and is left alone)."""
     properties = tool.parameters.get("properties") or {}
     return frozenset(
-        name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("type") == "string"
-    )
+        name for name, spec in properties.items()
+        if isinstance(spec, dict) and spec.get("type") == "string"
+        and all(jsonschema.Draft202012Validator(spec).is_valid(probe) for probe in _PROBES)
+    )  # fmt: skip

@@ -34,12 +34,14 @@ class _Reading(Policy):
     """What both policies share: the run's read-only tools, where there are acting ones beside."""
 
     _readers: frozenset[str] = frozenset()
+    _seen = 0  # outcomes already judged (LookAfterFailure)
 
     def for_run(self, task: str, tools: Sequence[Tool]) -> _Reading:
         del task
         fresh = copy.copy(self)
         readers = frozenset(t.name for t in tools if t.read_only)
         fresh._readers = readers if readers and len(readers) < len(tools) else frozenset()
+        fresh._seen = 0
         return fresh
 
     def _read(self, why: str) -> StepShape:
@@ -62,8 +64,6 @@ class LookFirst(_Reading):
 class LookAfterFailure(_Reading):
     """After a step in which a call of an acting tool failed, the next step may only call the tools
     that read (:attr:`~shapeloop.Tool.read_only`), so the model sees why before it acts again."""
-
-    _seen = 0  # outcomes already judged
 
     def shape_step(self, view: RunView) -> StepShape | None:
         """Read-only tools only, and a call, at the step after an acting call failed."""

@@ -16,10 +16,17 @@ from shapeloop.policies.base import Policy
 
 class ModelPreset(Policy):
     """Stands for the policies the brain's model declares (:attr:`~shapeloop.Capabilities.preset`);
-    the run replaces it with them at its start, and runs nothing in its name."""
+    the run replaces it with them at its start, and runs nothing in its name.
+
+    Args:
+        drop: names of policies left out of the model's preset (``--policies default,-look-first``).
+    """
+
+    def __init__(self, *, drop: frozenset[str] = frozenset()) -> None:
+        self.drop = frozenset(drop)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModelPreset)
+        return isinstance(other, ModelPreset) and other.drop == self.drop
 
     def __hash__(self) -> int:
-        return hash(ModelPreset)
+        return hash((ModelPreset, self.drop))

@@ -171,7 +171,9 @@ def _expanded(policies: Sequence[Policy], brain: Brain) -> tuple[list[Policy], t
         return list(policies), ()
     declared = tuple(getattr(brain.capabilities, "preset", ()) or ())
     named = {policy.name for policy in policies}
-    fresh = [policy for policy in resolve(",".join(declared)) if policy.name not in named] if declared else []
+    dropped = {name for p in policies if isinstance(p, ModelPreset) for name in p.drop}
+    offered = list(resolve(",".join(declared))) if declared else []
+    fresh = [policy for policy in offered if policy.name not in named | dropped]
     out: list[Policy] = []
     for policy in policies:
         out += fresh if isinstance(policy, ModelPreset) else [policy]

@@ -11,8 +11,9 @@ each of which must declare that it only reads (:attr:`~shapeloop.Tool.read_only`
 them itself, before each step, with the arguments given (none by default), and shows each result
 after the call that gave it. The policy reads nothing of the line.
 
-Measured: ``measurements/policies.json`` (BFCL multi-turn, where the benchmark names each API's
-reading tools; ``--policies plain,state-line``).
+Not measured this round: the BFCL benchmark's ``state-line`` column writes its own line for BFCL's
+file system (``pwd`` and ``ls`` through BFCL's executor), and no run of it is in
+``measurements/policies.json``; ``reads=`` is not yet run there.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class StateLine(Policy):
         if max_chars < 1:
             raise ValueError(f"max_chars must be 1 or more, not {max_chars}")
         if (fn is None) == (not reads):
-            raise ValueError("StateLine takes a function that writes the line, or reads=[tool names], not both")
+            raise ValueError("StateLine takes exactly one of: a function that writes the line, or reads=[tool names]")
         self.fn = fn
         self.reads = tuple((r, {}) if isinstance(r, str) else (r[0], dict(r[1])) for r in reads)
         self.max_chars = max_chars
