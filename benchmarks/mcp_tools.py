@@ -215,6 +215,8 @@ def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for column in dict.fromkeys(r["column"] for r in records):
         for count in sorted({r["count"] for r in records}):
             here = [r for r in records if r["column"] == column and r["count"] == count]
+            if not here:  # a partial run (written after each record) has not reached it yet
+                continue
             prompts = [r["prompt_tokens"] for r in here if r["prompt_tokens"] is not None]
             rows.append({
                 "column": column, "count": count, "requests": len(here),

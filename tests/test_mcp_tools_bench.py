@@ -63,3 +63,12 @@ def test_a_resumed_run_keeps_no_record_of_another_backend(tmp_path: Path) -> Non
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"ctx": 4096, "seed": 47, "backend": "ollama", "records": [{"request": 0}]}))
     assert earlier(path, 4096, 47, "llamacpp") == [] and earlier(path, 4096, 47, "ollama") == [{"request": 0}]
+
+
+def test_the_summary_of_a_partial_run_leaves_out_what_it_has_not_reached() -> None:
+    from benchmarks.mcp_tools import summary
+
+    one = {"request": 0, "count": 5, "column": "plain", "tool_right": True, "args_right": False,
+           "doc_tokens": 300, "prompt_tokens": 400}  # fmt: skip
+    rows = summary([one, {**one, "count": 40, "column": "tool-cut", "doc_tokens": 2000, "prompt_tokens": 700}])
+    assert [(r["column"], r["count"], r["tool_right"]) for r in rows] == [("plain", 5, 1), ("tool-cut", 40, 1)]
