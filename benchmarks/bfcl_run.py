@@ -411,7 +411,8 @@ def raw_schema(tools: Sequence[Tool]) -> dict[str, Any]:
 
 def _raw_system(tools: Sequence[Tool], extra: str | None) -> str:
     functions = "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}) for t in tools
+        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}, ensure_ascii=False)
+        for t in tools
     )
     return RAW_PROMPT.format(functions=functions) + (f"\n\n{extra}" if extra else "")
 

@@ -44,7 +44,8 @@ def _closed(parameters: Any) -> dict[str, Any]:
 
 def messages(tools: Sequence[Tool], prompt: str) -> list[Message]:
     functions = "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}) for t in tools
+        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}, ensure_ascii=False)
+        for t in tools
     )
     return [Message(role="system", content=PROMPT.format(functions=functions)), Message(role="user", content=prompt)]
 

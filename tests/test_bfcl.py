@@ -720,13 +720,16 @@ def _without_max_items(schema: Any) -> Any:
     return schema
 
 
-@pytest.mark.parametrize(("category", "index"), [("simple_python", 0), ("multiple", 1), ("live_simple", 2),
-                                                 ("irrelevance", 3)])  # fmt: skip
+@pytest.mark.parametrize(("category", "index"), [
+    ("simple_python", 0), ("multiple", 1), ("live_simple", 2), ("irrelevance", 3), ("irrelevance", 195), ("multiple", 130),
+])  # fmt: skip
 def test_the_loops_first_request_is_the_raw_one(category: str, index: int) -> None:
     """By design the loop's first step sees what one raw call sees: the same system text, messages and
     schema (the loop's schema also bounds a step to MAX_BATCH calls, which greedy decoding of fewer
-    calls never meets)."""
+    calls never meets). Irrelevance 195 and multiple 130 document their functions with non-ASCII
+    characters ("Forsyth–Edwards"), which both write as they are (raw once wrote them as escapes)."""
     item = bfcl_data.items(category)[index]
+    assert item.index == index
     raw, loop = _first_requests(item)
     assert [dict(m) for m in loop.messages] == [dict(m) for m in raw.messages]
     assert raw.schema is not None and loop.schema is not None
