@@ -721,7 +721,8 @@ def _without_max_items(schema: Any) -> Any:
 
 
 @pytest.mark.parametrize(("category", "index"), [
-    ("simple_python", 0), ("multiple", 1), ("live_simple", 2), ("irrelevance", 3), ("irrelevance", 195), ("multiple", 130),
+    ("simple_python", 0), ("multiple", 1), ("live_simple", 2), ("irrelevance", 3),
+    ("irrelevance", 195), ("multiple", 130),
 ])  # fmt: skip
 def test_the_loops_first_request_is_the_raw_one(category: str, index: int) -> None:
     """By design the loop's first step sees what one raw call sees: the same system text, messages and
