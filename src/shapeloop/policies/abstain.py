@@ -18,8 +18,9 @@ becomes 29) and 11 right calls into wrong answers (simple python 6, multiple 2, 
 live multiple 1); at 1.0, +25 / -18 (simple python -9); at 0.5, +9 / -5, the only margin that loses
 no category by more than 2. qwen2.5-coder-1.5b, the screen's 88: at 0.75 +6 / -2 (irrelevance 3,
 live irrelevance 3; multiple 1, live multiple 1); its tune items of the report kinds are still to
-run before it may join that model's default. So it is opt-in. The same margin on the lean to a second call (after a calls step's
-first call) lost 8 and 16 items (parallel) at every margin tried and gained none; it was deleted.
+run before it may join that model's default. So it is opt-in. The same margin on the lean to a
+second call (after a calls step's first call) lost 8 and 16 items (parallel) at every margin tried
+and gained none; it was deleted.
 """
 
 from __future__ import annotations
