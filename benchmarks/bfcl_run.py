@@ -44,6 +44,7 @@ from shapeloop import (
 )
 from shapeloop.events import CallRefused, Event, StepBegan, ToolCalled
 from shapeloop.policies import StateLine, resolve
+from shapeloop.tooldoc import render_tools
 
 NO_RESULT = "done: the call was made (this function returns no data)"
 ADAPTER = 2
@@ -410,11 +411,7 @@ def raw_schema(tools: Sequence[Tool]) -> dict[str, Any]:
 
 
 def _raw_system(tools: Sequence[Tool], extra: str | None) -> str:
-    functions = "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}, ensure_ascii=False)
-        for t in tools
-    )
-    return RAW_PROMPT.format(functions=functions) + (f"\n\n{extra}" if extra else "")
+    return RAW_PROMPT.format(functions=render_tools(tools, "json")) + (f"\n\n{extra}" if extra else "")
 
 
 def _ask_raw(brain: Brain, messages: list[Message], schema: dict[str, Any]) -> tuple[list[Call], str | None, Reply]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmarks.suite import AnyTask, Progress, describe, fresh_workspace, judge_first, succeeded, tools_for
 from shapeloop import Brain, Message, Request, Tool
+from shapeloop.tooldoc import render_tools
 
 PROMPT = """You can call these functions:
 {functions}
@@ -43,11 +44,8 @@ def _closed(parameters: Any) -> dict[str, Any]:
 
 
 def messages(tools: Sequence[Tool], prompt: str) -> list[Message]:
-    functions = "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": dict(t.parameters)}, ensure_ascii=False)
-        for t in tools
-    )
-    return [Message(role="system", content=PROMPT.format(functions=functions)), Message(role="user", content=prompt)]
+    system = PROMPT.format(functions=render_tools(tools, "json"))  # the library's own rendering, as the loop's
+    return [Message(role="system", content=system), Message(role="user", content=prompt)]
 
 
 def run_raw(brain: Brain, task: AnyTask) -> dict[str, Any]:
