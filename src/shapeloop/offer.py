@@ -27,7 +27,8 @@ def held(tool: Tool, hold: Hold) -> Tool:
         spec = properties.get(argument) if name == tool.name else None
         if not isinstance(spec, dict):
             continue
-        admitted = [v for v in values if jsonschema.Draft202012Validator(spec).is_valid(v)]
+        admits = jsonschema.Draft202012Validator(spec).is_valid
+        admitted = [v for v in values if admits(v)]
         if admitted and "pattern" not in spec:  # a pattern is the tool's to judge, within its time bound
             properties[argument] = {**spec, "enum": admitted}
             changed = True

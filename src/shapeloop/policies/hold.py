@@ -174,5 +174,5 @@ def _string_arguments(tool: Tool) -> frozenset[str]:
     return frozenset(
         name for name, spec in properties.items()
         if isinstance(spec, dict) and spec.get("type") == "string"
-        and all(jsonschema.Draft202012Validator(spec).is_valid(probe) for probe in _PROBES)
+        and all(map(jsonschema.Draft202012Validator(spec).is_valid, _PROBES))
     )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 
 from shapeloop.brain import Brain, Message
 from shapeloop.events import Event, PolicyIntervened
+from shapeloop.offer import Hold
 from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape, one_by_one
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
@@ -30,7 +31,7 @@ class Shape:
     note: str = ""  # words the model reads at this step only
     call_margin: float | None = None  # the decision margin asked of the brain (the largest any policy asks)
     margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
-    hold: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (tool, argument, the values it may take)
+    hold: Hold = ()  # (tool, argument, the values it may take)
     documented: bool = False  # every tool documented, though fewer are offered (every shape that cut asked)
 
 
@@ -169,7 +170,7 @@ def _expanded(policies: Sequence[Policy], brain: Brain) -> tuple[list[Policy], t
 
     if not any(isinstance(policy, ModelPreset) for policy in policies):
         return list(policies), ()
-    declared = tuple(getattr(brain.capabilities, "preset", ()) or ())
+    declared = brain.capabilities.preset
     named = {policy.name for policy in policies}
     dropped = {name for p in policies if isinstance(p, ModelPreset) for name in p.drop}
     offered = list(resolve(",".join(declared))) if declared else []
