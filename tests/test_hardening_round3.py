@@ -217,7 +217,8 @@ def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
     parameters = {"type": "object", "properties": {"word": passes}, "required": ["word"]}
     word = "a" * 200
     probe = Tool(name="probe", description="d", fn=lambda word: "", parameters=parameters)
-    started = time.monotonic()
+    assert probe.argument_errors({"word": word}, limits=Limits(pattern_seconds=30)) is None  # compiles the pattern
+    started = time.monotonic()  # the check timed as the toolbox will run it: with the compiled pattern cached
     assert probe.argument_errors({"word": word}, limits=Limits(pattern_seconds=30)) is None
     took = max(time.monotonic() - started, 0.05)
     timeout, sleep = took + 0.3, 0.3 + took / 2  # sleep < timeout < took + sleep, half the check's time either way
