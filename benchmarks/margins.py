@@ -5,7 +5,8 @@ only where it leans to one by more than another.
     python -m benchmarks.margins --model qwen2.5-coder-0.5b --model qwen2.5-coder-1.5b [--sample screen]
 
 writes ``measurements/margins.json``: for each model, every pair of margins tried, gained and lost per
-category, and the best call margin by the policies' rule (the catalogue's ``call_margin``).
+category, the call margin with the best net gain, and the best within the policies' rule for a
+model's own preset (``within_rule``: the catalogue's ``call_margin``, and ``abstain`` in its preset).
 
 The embedded backend records, for a batch step, ``decision_gap`` (at the step's first key: the best
 logit of opening a call minus the best of opening an answer) and ``more_gap`` (after the first call:
@@ -31,6 +32,7 @@ from benchmarks.common import write
 
 CALL_MARGINS = (None, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 MORE_MARGINS = (None, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # a margin on the lean to a second call: measured, lost
+MIN_NET, MAX_CATEGORY_LOSS = 3, 2  # the policies' rule (benchmarks.policies.RULE) for one model's preset
 
 
 def first_steps(model: str, column: str, sample: str, folder: Path = RECORDS) -> list[dict[str, Any]]:
@@ -76,10 +78,16 @@ def grid(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def best(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The call margin alone (no more margin) with the best net gain; the smallest margin on a tie."""
+def best(rows: Sequence[dict[str, Any]], *, within_rule: bool = False) -> dict[str, Any] | None:
+    """The call margin alone (no more margin) with the best net gain; the smallest margin on a tie.
+    ``within_rule``: only among the margins the policies' rule lets into a preset (at least
+    :data:`MIN_NET` more gained than lost, no category down by more than :data:`MAX_CATEGORY_LOSS`);
+    None where none is."""
     alone = [r for r in rows if r["more_margin"] is None and r["call_margin"] is not None]
-    return max(alone, key=lambda r: (r["gained"] - r["lost"], -r["call_margin"]))
+    if within_rule:
+        alone = [r for r in alone
+                 if r["gained"] - r["lost"] >= MIN_NET and r["worst_category_loss"] <= MAX_CATEGORY_LOSS]
+    return max(alone, key=lambda r: (r["gained"] - r["lost"], -r["call_margin"]), default=None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -94,11 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     for model in args.model:
         records = first_steps(model, args.column, args.sample)
         rows = grid(records)
-        chosen = best(rows)
+        chosen, ruled = best(rows), best(rows, within_rule=True)
         results.append({"model": model, "column": args.column, "sample": args.sample, "first_steps": len(records),
-                        "best_call_margin": chosen, "grid": rows})  # fmt: skip
-        print(f"{model}: {len(records)} first steps; best call margin {chosen['call_margin']}: "
-              f"+{chosen['gained']} -{chosen['lost']}", flush=True)
+                        "best_call_margin": chosen, "within_rule": ruled, "grid": rows})  # fmt: skip
+        said = "none" if ruled is None else f"{ruled['call_margin']}: +{ruled['gained']} -{ruled['lost']}"
+        print(f"{model}: {len(records)} first steps; best call margin {chosen and chosen['call_margin']}: "
+              f"+{chosen and chosen['gained']} -{chosen and chosen['lost']}; best within the rule {said}", flush=True)
     path = write("margins", {"benchmark": "margins", "results": results}, *([args.out] if args.out else []))
     print(f"wrote {path}")
 

@@ -755,6 +755,19 @@ def test_margins_are_read_off_the_records_as_greedy_decoding_would_turn_them() -
     assert row["by_category"]["irrelevance"]["gained"] == 1 and row["by_category"]["simple_python"]["lost"] == 1
 
 
+def test_the_margin_for_a_preset_is_the_best_one_within_the_policies_rule() -> None:
+    from benchmarks import margins
+
+    def row(margin: float, gained: int, lost: int, worst: int) -> dict[str, object]:
+        return {"call_margin": margin, "more_margin": None, "gained": gained, "lost": lost,
+                "worst_category_loss": worst, "by_category": {}}  # fmt: skip
+
+    rows = [row(0.5, 9, 5, 2), row(0.75, 20, 11, 6), row(1.0, 4, 2, 0)]
+    assert margins.best(rows)["call_margin"] == 0.75  # the best net, a category down by 6
+    assert margins.best(rows, within_rule=True)["call_margin"] == 0.5  # net +4, no category down by more than 2
+    assert margins.best([row(0.5, 3, 1, 0), row(0.75, 9, 1, 3)], within_rule=True) is None  # +2 is too few; 3 down
+
+
 def test_the_functions_marked_read_only_are_bfcl_s_own_and_none_of_them_changes_state(wheel: bfcl_data.Bfcl) -> None:
     from benchmarks.bfcl_run import READ_ONLY
 
