@@ -23,7 +23,7 @@ from shapeloop import (
     tool,
 )
 from shapeloop.errors import ToolFailure
-from shapeloop.events import AnswerRejected, ModeChanged, RepeatNoticed, ToolReturned
+from shapeloop.events import ModeChanged, RepeatNoticed, ToolReturned
 from shapeloop.step import MAX_HOLD, fallback_schemas, flat_schema, held_answer, hold_for
 
 
@@ -321,30 +321,6 @@ def test_identical_empty_answers_stop_as_barren() -> None:
     run = run_agent(brain, [], "t")
     assert run.stop is StopReason.BARREN and "empty-answer" in run.reason
     assert "answer was empty" in brain.asked[1].messages[-1]["content"]
-
-
-def test_the_prompts_placeholder_as_an_answer_is_named_back_and_the_task_goes_on() -> None:
-    """A small model copies the prompt's ``{"answer": "..."}`` placeholder half way through a task."""
-    brain = ScriptedBrain([call_step("lookup", key="colour"), lean_answer("..."), call_step("lookup", key="shape"),
-                           lean_answer("red, round")])  # fmt: skip
-    run = run_agent(brain, [lookup], "t")
-    assert run.ok and run.answer == "red, round" and run.steps == 4
-    told = brain.asked[2].messages[-1]["content"]
-    assert 'Your answer "..." says nothing' in told and "call the tool for its next part" in told
-    rejected = [e for e in run.events if isinstance(e, AnswerRejected)]
-    assert [e.text for e in rejected] == ["..."] and "placeholder" in rejected[0].objection
-
-
-@pytest.mark.parametrize("words", ["/", "?", "-", ". . . 3", "[1]", "是的", "…好"])
-def test_any_other_answer_stands_a_slash_or_a_question_mark_included(words: str) -> None:
-    run = run_agent(ScriptedBrain([lean_answer(words)]), [lookup], "t")
-    assert run.ok and run.answer == words
-
-
-@pytest.mark.parametrize("placeholder", ["[", " { ", "…", ". . ."])
-def test_identical_placeholder_answers_stop_as_barren(placeholder: str) -> None:
-    run = run_agent(ScriptedBrain([lean_answer(placeholder)] * 5), [lookup], "t", stuck_limit=2)
-    assert run.stop is StopReason.BARREN and "placeholder-answer reply 3 times" in run.reason
 
 
 def test_barren_count_resets_when_a_tool_runs_and_differs_per_reply() -> None:

@@ -138,15 +138,4 @@ def answer_problem(answer: Any, typed: TypedAnswer | None) -> tuple[tuple[str, s
         return ("the answer is not text", prompts.answer_not_text_feedback(), "non-text-answer"), None, shown
     if not answer.strip():
         return ("the answer is empty", prompts.empty_answer_feedback(), "empty-answer"), None, answer
-    if placeholder(answer):
-        objection = "the answer is the prompt's placeholder or an opening bracket, not an answer"
-        return (objection, prompts.placeholder_answer_feedback(answer), "placeholder-answer"), None, answer
     return None, answer, answer
-
-
-def placeholder(answer: str) -> bool:
-    """Whether an answer holds nothing but dots (the ``{"answer": "..."}`` the prompt shows, copied) or
-    opening brackets (a list or object begun inside the answer's string): a small model writes both
-    half way through a task. A path such as ``/``, a ``?`` or ``-`` is an answer."""
-    stripped = "".join(answer.split())
-    return bool(stripped) and (set(stripped) <= {".", "\u2026"} or set(stripped) <= {"[", "{", "("})

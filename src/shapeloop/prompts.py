@@ -224,13 +224,6 @@ def empty_answer_feedback() -> str:
     return 'Your answer was empty. Put your answer to the task in "answer", or call a tool.'
 
 
-def placeholder_answer_feedback(answer: str) -> str:
-    """After an answer step whose answer is the prompt's placeholder (``"..."``) or an opening bracket."""
-    shown = json.dumps(answer if len(answer) <= 40 else answer[:40] + "...", ensure_ascii=False)
-    return (f"Your answer {shown} says nothing. If the task is not done, call "
-            'the tool for its next part; if it is done, put what you found or did in "answer", in words.')
-
-
 def refused_call_feedback(call: str, feedback: str) -> str:
     """After a policy refused a call before it ran: the policy's words."""
     return f"Your call {call} was not run: {feedback}"
