@@ -44,6 +44,32 @@ RULE = (
 )
 
 
+MARGINS = MEASUREMENTS / "margins.json"
+# policies whose effect on BFCL is read off the plain loop's own records rather than run as a column
+# (benchmarks.margins: the decision is made in the same forward pass, so greedy decoding fixes it)
+READ_OFF = {"abstain"}
+# what kept a policy out of every preset although BFCL's tune figures are within the rule: evidence
+# from outside BFCL, named so that it can be checked again
+VETOES = {
+    "abstain": "at the catalogue's margin (0.5) qwen2.5-coder-0.5b answered a live task that needs a tool "
+               "(tests/test_live_mcp.py, 'What time is it in Tokyo?') with a made-up time where the plain loop "
+               "calls the time server; the suite's workspace kinds are still to run with it",
+}  # fmt: skip
+
+
+def read_off(margins: Mapping[str, Any], model: str) -> dict[str, Any] | None:
+    """A model's best call margin within the rule, as :mod:`benchmarks.margins` read it off the plain
+    loop's tune records, in the rows' shape (net, gained and lost per category); None where none."""
+    for result in margins.get("results", []):
+        best = result.get("within_rule")
+        if result["model"] == model and result.get("sample") == "tune" and best:
+            return {"model": model, "column": "plain", "read_off": "measurements/margins.json",
+                    "call_margin": best["call_margin"], "items": result["first_steps"],
+                    "net": best["gained"] - best["lost"], "gained": best["gained"], "lost": best["lost"],
+                    "by_category": best["by_category"], "seconds_ratio": 1.0}  # fmt: skip
+    return None
+
+
 def tune_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of items in the tune sample (single-turn and multi-turn)."""
     chosen = {c: set(i) for c, i in bfcl_data.sample("tune").items()}
@@ -163,8 +189,10 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     return True, f"net {small['net']:+d} for qwen2.5-coder-0.5b, {large['net']:+d} for qwen2.5-coder-1.5b"
 
 
-def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, Any]:
-    """The ablation record: each policy column's rows and decision, and the loop against raw."""
+def build(records: Sequence[dict[str, Any]], probes: Any = None, margins: Mapping[str, Any] | None = None
+          ) -> dict[str, Any]:
+    """The ablation record: each policy column's rows and decision, and the loop against raw.
+    ``margins`` (``margins.json``) gives the rows of the policies in :data:`READ_OFF`."""
     tune = tune_records(records)
     # each shipped policy by its name, measured or not (StateLine needs the caller's function: no builder)
     shipped = (set(available()) - {"plain", "default", "small-model"}) | {StateLine(str).name}
@@ -173,7 +201,11 @@ def build(records: Sequence[dict[str, Any]], probes: Any = None) -> dict[str, An
     for policy in sorted(columns.keys() | shipped):
         column = columns.get(policy, policy)
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
+        if policy in READ_OFF and margins and small is None and large is None:
+            small, large = read_off(margins, SMALL), read_off(margins, LARGE)
         joins, why = decide(small, large)
+        if policy in VETOES and joins:
+            joins, why = False, f"{why}; kept out: {VETOES[policy]}"
         rows.append({"policy": policy, "column": column, SMALL: small, LARGE: large, "joins_default": joins,
                      "why": why, "in_code": policy in shipped})  # fmt: skip
     loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
@@ -231,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="where to write (default measurements/policies.json)")
     args = parser.parse_args(argv)
     before = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    built = build(every_version(read_records(args.records)), before.get("probes"))
+    margins = json.loads(MARGINS.read_text(encoding="utf-8")) if MARGINS.is_file() else None
+    built = build(every_version(read_records(args.records)), before.get("probes"), margins)
     built["earlier"] = earlier_rows(before, built)
     args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for row in built["policies"]:
