@@ -51,9 +51,9 @@ READ_OFF = {"abstain"}
 # what kept a policy out of every preset although BFCL's tune figures are within the rule: evidence
 # from outside BFCL, named so that it can be checked again
 VETOES = {
-    "abstain": "at the catalogue's margin (0.5) qwen2.5-coder-0.5b answered a live task that needs a tool "
-               "(tests/test_live_mcp.py, 'What time is it in Tokyo?') with a made-up time where the plain loop "
-               "calls the time server; the suite's workspace kinds are still to run with it",
+    "abstain": "the suite's workspace kinds are still to run with it, and at 0.5 qwen2.5-coder-0.5b answered a "
+               "live task that needs a tool (tests/test_live_mcp.py, 'What time is it in Tokyo?') with a made-up "
+               "time (calling led by 0.38) where the plain loop calls the time server",
 }  # fmt: skip
 
 

@@ -11,13 +11,14 @@ sample (``python -m benchmarks.margins``); a model without one, or a brain that 
 ``margins`` (one that does not decode through the embedded backend's fast engine), leaves the policy
 out, and the run says so in an event.
 
-Measured (``measurements/margins.json``), read off the plain loop's tune records (all 160 of the
-four report kinds and the others' items). At 0.5, the catalogue's margin for both Qwen models and the
-best the policies' rule allows: qwen2.5-coder-0.5b turns 9 wrong calls into right answers (all
-irrelevance) and 5 right calls into wrong answers (simple python 2, live relevance 2, multiple 1);
-qwen2.5-coder-1.5b +12 / -3 (irrelevance 9, live irrelevance 3; multiple, live simple, live multiple
-1 each). Wider margins gain more and lose a category by more than the rule's 2 (0.5B at 0.75: +20 /
--11, simple python -6; 1.5B at 1.0: +25 / -10, multiple -5). It is opt-in, in no preset: at 0.5 the
+Measured (``measurements/margins.json``), read off the plain loop's tune records. The catalogue's
+margins are the best the policies' rule allows (no category down by more than 2).
+qwen2.5-coder-0.5b, all 376 single-turn tune first steps, at 0.25: 9 wrong calls turned into right
+answers (irrelevance 4, live irrelevance 5) and 4 right calls into wrong answers (live relevance 2,
+simple python 1, multiple 1); at 0.5 +20 / -6 but live relevance -3; at 0.75 +37 / -13.
+qwen2.5-coder-1.5b, the four report kinds' 160 and the others' screen, at 0.5: +12 / -3 (irrelevance
+9, live irrelevance 3; multiple, live simple, live multiple 1 each); at 1.0 +25 / -10, multiple -5.
+It is opt-in, in no preset: the suite's workspace kinds are still to run with it, and at 0.5 the
 0.5B model answered a live task that needs a tool ("What time is it in Tokyo?", through an MCP time
 server) with a made-up time, calling led by 0.38, where the plain loop calls the server. The same
 margin on the lean to a second call (after a calls step's first call) lost 8 and 16 items (parallel)
