@@ -29,10 +29,10 @@ from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records
 from benchmarks.bfcl_score import Call, score_single
 from benchmarks.common import write
+from benchmarks.policies import MAX_CATEGORY_LOSS, MIN_NET
 
 CALL_MARGINS = (None, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 MORE_MARGINS = (None, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # a margin on the lean to a second call: measured, lost
-MIN_NET, MAX_CATEGORY_LOSS = 3, 2  # the policies' rule (benchmarks.policies.RULE) for one model's preset
 
 
 def first_steps(model: str, column: str, sample: str, folder: Path = RECORDS) -> list[dict[str, Any]]:

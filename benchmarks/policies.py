@@ -37,9 +37,10 @@ SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 BASE = "plain"
 NOT_POLICIES = {"raw", "plain", "default", "native"}
 MAX_COST = 1.3
+MIN_NET, MAX_CATEGORY_LOSS = 3, 2  # gained less lost, at least; a category's loss, at most
 RULE = (
-    "A policy joins the default when, paired on the same tune items, it gains at least 3 items more than it "
-    "loses for qwen2.5-coder-0.5b, loses no tune category by more than 2 items, does not lose on "
+    f"A policy joins the default when, paired on the same tune items, it gains at least {MIN_NET} items more than "
+    f"it loses for qwen2.5-coder-0.5b, loses no tune category by more than {MAX_CATEGORY_LOSS} items, does not lose on "
     f"qwen2.5-coder-1.5b, and its median seconds a first step are at most {MAX_COST} times the plain loop's."
 )
 
@@ -175,10 +176,11 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     if small.get("interventions") == 0:
         return False, f"never acted on its {small['items']} tune items for qwen2.5-coder-0.5b: not judged"
     worst = max((row["lost"] - row["gained"] for row in small["by_category"].values()), default=0)
-    if small["net"] < 3:
-        return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b (3 needed)"
-    if worst > 2:
-        return False, f"loses a tune category by {worst} items for qwen2.5-coder-0.5b (2 at most)"
+    if small["net"] < MIN_NET:
+        return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b ({MIN_NET} needed)"
+    if worst > MAX_CATEGORY_LOSS:
+        return False, (f"loses a tune category by {worst} items for qwen2.5-coder-0.5b "
+                       f"({MAX_CATEGORY_LOSS} at most)")  # fmt: skip
     ratio = small.get("seconds_ratio")
     if ratio is not None and ratio > MAX_COST:
         return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a first "
