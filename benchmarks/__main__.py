@@ -36,10 +36,14 @@ QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these
 QUICK_CALL_KINDS = ("call", "choose", "irrelevant", "multi")
 
 
-def make_brain(backend: str, model: str, base_url: str | None) -> Brain:
+def make_brain(backend: str, model: str, base_url: str | None, threads: int | None = None) -> Brain:
+    """The model on the chosen backend (``threads``: the embedded backend's CPU threads; all cores when None)."""
     from shapeloop import backends
 
-    return backends.create(backend, model, base_url=base_url, context=4096 if backend == "llamacpp" else None)
+    if backend == "llamacpp":
+        return backends.create(backend, model, base_url=base_url, context=4096,
+                               **({"n_threads": threads} if threads else {}))  # fmt: skip
+    return backends.create(backend, model, base_url=base_url, context=None)
 
 
 def all_tasks() -> list[AnyTask]:
@@ -96,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--policies", default="default", type=_policies,
                         help="the loop's policies: a preset or policy names joined by commas, '-NAME' to take one "
                              f"out (default,-fit-floor); the names: {', '.join(policies.available())}")  # fmt: skip
+    parser.add_argument("--step", choices=("calls", "five-field"), default="calls",
+                        help="the loop's step shape: the calls step (the default a user gets) or the five-field "
+                             "step (batch=False)")  # fmt: skip
+    parser.add_argument("--threads", type=int, help="the embedded backend's CPU threads (default: every core)")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baseline")
     parser.add_argument("--max-steps", type=int, default=6,
                         help="steps per task (1 measures only the first step, for quick comparisons)")  # fmt: skip
@@ -124,13 +132,14 @@ def main(argv: list[str] | None = None) -> None:
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
                 "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
                 "split": args.split, "kinds": args.kind, "only_tasks": args.task, "policies": args.policies,
-                "quick": args.quick,
+                "step": args.step, "threads": args.threads, "quick": args.quick,
                 "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
     started = time.perf_counter()
     if args.ray is not None:
         sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, policies=args.policies,
                               tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
-                              raw=not args.no_raw, max_steps=args.max_steps, cpus=args.ray_cpus)  # fmt: skip
+                              raw=not args.no_raw, max_steps=args.max_steps, batch=args.step == "calls",
+                              cpus=args.ray_cpus)  # fmt: skip
         records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
         for record in records:
             record["split"] = halves[record["task"]]
@@ -142,13 +151,13 @@ def main(argv: list[str] | None = None) -> None:
     records: list[dict[str, Any]] = []
     results: dict[str, list[dict[str, Any]]] = {"required": [], "repeats": []}
     for name in names:
-        brain = make_brain(args.backend, name, args.base_url)
+        brain = make_brain(args.backend, name, args.base_url, args.threads)
         plan = [("constrained", "per_tool", tasks)]
         if extras:
             plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
         for mode, schema, chosen in plan:
             ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps,
-                               policies=args.policies)  # fmt: skip
+                               policies=args.policies, batch=args.step == "calls")  # fmt: skip
             records += [{"model": name, **r} for r in ran]
         if not args.no_raw:
             records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]

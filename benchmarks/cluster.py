@@ -94,6 +94,7 @@ class Sweep:
         extras: also prose mode, the flat schema, required fields and repeats.
         raw: also the raw baseline.
         max_steps: steps per task in the loop.
+        batch: the step shape: the calls step (True) or the five-field step.
         cpus: the CPUs of the local Ray started when no address is given (None: this machine's).
     """
 
@@ -107,6 +108,7 @@ class Sweep:
     extras: bool
     raw: bool
     max_steps: int = 8
+    batch: bool = True
     cpus: int | None = None
 
 
@@ -126,7 +128,7 @@ def plan(sweep: Sweep) -> list[_Item]:
         if sweep.extras:
             passes += [("prose", "per_tool", sweep.tasks), ("constrained", "flat", sweep.flat_tasks)]
         items += [
-            (name, "loop", (t.name, mode, schema, sweep.max_steps, sweep.policies))
+            (name, "loop", (t.name, mode, schema, sweep.max_steps, sweep.policies, sweep.batch))
             for mode, schema, chosen in passes
             for t in chosen
         ]
@@ -149,8 +151,9 @@ class Worker:
         options: dict[str, Any] = {"context": 4096, "n_threads": threads} if backend == "llamacpp" else {}
         self.brain = backends.create(backend, model, base_url=base_url, **options)
 
-    def loop(self, task: str, mode: str, schema: str, max_steps: int, policies: str) -> Record:
-        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps, policies=policies)
+    def loop(self, task: str, mode: str, schema: str, max_steps: int, policies: str, batch: bool = True) -> Record:
+        return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps, policies=policies,
+                        batch=batch)  # fmt: skip
 
     def raw(self, task: str) -> Record:
         return run_raw(self.brain, BY_NAME[task])

@@ -88,10 +88,10 @@ def fresh_workspace() -> Iterator[Path]:
 
 def run_task(
     brain: Brain, task: AnyTask, *, mode: str, schema: str = "per_tool", max_steps: int = 8, stuck_limit: int = 2,
-    policies: str = "default",
+    policies: str = "default", batch: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
-    """Run one task through the loop, with the policies ``policies`` names, in a fresh copy of the
-    workspace; return its record."""
+    """Run one task through the loop, with the policies ``policies`` names and the step shape ``batch``
+    chooses (the calls step, or the five-field step), in a fresh copy of the workspace; return its record."""
     chosen = resolve_policies(policies)
     with fresh_workspace() as root:
         started = time.perf_counter()
@@ -105,13 +105,14 @@ def run_task(
         tools = tools_for(task, root)
         settings = RunSettings(
             max_steps=max_steps, mode=mode, schema=schema, approve=lambda call: True,  # type: ignore[arg-type]
-            stuck_limit=stuck_limit, on_event=note_gap, policies=chosen,
+            stuck_limit=stuck_limit, on_event=note_gap, policies=chosen, batch=batch,
         )  # fmt: skip
         run = run_agent(brain, tools, task.prompt, settings=settings)
         seconds = time.perf_counter() - started
         checked = task.check(run.answer or "", root)
     scored = _score(task, run, checked)
-    return {**describe(task), "mode": mode, "schema": schema, "policies": policies, **scored,
+    return {**describe(task), "mode": mode, "schema": schema, "step": "calls" if batch else "five-field",
+            "policies": policies, **scored,
             "decision_gaps": gaps, "seconds": round(seconds, 3)}  # fmt: skip
 
 
@@ -179,13 +180,13 @@ def judge_first(
 
 def run_suite(
     brain: Brain, tasks: Sequence[AnyTask], *, mode: str, schema: str = "per_tool", progress: Progress | None = None,
-    stuck_limit: int = 2, max_steps: int = 8, policies: str = "default",
+    stuck_limit: int = 2, max_steps: int = 8, policies: str = "default", batch: bool = True,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Every task once, in order."""
     records = []
     for task in tasks:
         records.append(run_task(brain, task, mode=mode, schema=schema, stuck_limit=stuck_limit, max_steps=max_steps,
-                                policies=policies))  # fmt: skip
+                                policies=policies, batch=batch))  # fmt: skip
         if progress:
             progress.step(f"{task.name} {'ok' if records[-1]['success'] else 'x'}")
     return records

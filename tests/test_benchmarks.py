@@ -241,6 +241,17 @@ def test_every_policies_spec_runs_a_task_and_its_record_says_which_ran(spec: str
     assert record["stop"] == "answered" and record["success"], record
 
 
+def test_a_task_runs_with_the_step_shape_asked_for_and_its_record_says_which() -> None:
+    task = next(t for t in all_tasks() if t.name == "colour")
+    calls, five = _Scorer(), _Scorer()
+    record = run_task(calls, task, mode="constrained", max_steps=3, policies="plain")
+    assert record["step"] == "calls" and record["success"]
+    assert "calls" in json.dumps(calls.asked[0].schema) and "action" not in json.dumps(calls.asked[0].schema)
+    record = run_task(five, task, mode="constrained", max_steps=3, policies="plain", batch=False)
+    assert record["step"] == "five-field" and record["success"], record
+    assert "action" in json.dumps(five.asked[0].schema)
+
+
 def test_a_policy_that_intervenes_is_counted_in_the_record_and_the_summary() -> None:
     task = next(t for t in all_tasks() if t.name == "colour")
     record = run_task(_Scorer(floor=0.5), task, mode="constrained", max_steps=3, policies="plain,fit-floor")

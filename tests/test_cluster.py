@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -107,7 +108,9 @@ def test_the_sweep_plan_is_models_times_modes_times_tasks_in_a_local_runs_order(
     assert len(items) == 2 * per_model and [i.index for i in items] == list(range(len(items)))
     first = items[:per_model]
     assert {i.model for i in first} == {"a"}
-    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool", 8, "plain")] * len(tasks)
+    assert [i.args[1:] for i in first[: len(tasks)]] == [("constrained", "per_tool", 8, "plain", True)] * len(tasks)
+    five = cluster.plan(dataclasses.replace(sweep, batch=False))
+    assert {i.args[-1] for i in five if i.method == "loop"} == {False}, "the step shape reaches every loop run"
     assert [i.method for i in first[-len(tasks) - 2 :]] == ["raw"] * len(tasks) + ["required", "repeats"]
 
 

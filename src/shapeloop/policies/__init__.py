@@ -23,6 +23,7 @@ from shapeloop.policies.base import (
     RunView,
     StepShape,
 )
+from shapeloop.policies.check_done import CheckDone
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.hold import HoldValues
 from shapeloop.policies.look import LookAfterFailure, LookFirst
@@ -50,6 +51,7 @@ _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
     {
         "abstain": Abstain,
+        "check-done": CheckDone,
         "fit-floor": FitFloor,
         "hold-values": HoldValues,
         "look-after-failure": LookAfterFailure,
@@ -100,6 +102,7 @@ __all__ = [
     "SMALL_MODEL",
     "Abstain",
     "CallOutcome",
+    "CheckDone",
     "FitFloor",
     "HoldValues",
     "LookAfterFailure",
