@@ -52,6 +52,17 @@ def says(*words: str) -> Check:
     return check
 
 
+def names_only(path: str) -> Check:
+    """The answer names the workspace file ``path`` (by its name) and no other file of the workspace:
+    a listing of every file, such as a tool's error that names them all, does not find one."""
+    others = sorted({p.name for p in WORKSPACE.rglob("*") if p.is_file()} - {Path(path).name})
+
+    def check(answer: str, root: Path) -> bool:
+        return says(Path(path).name)(answer, root) and not any(says(other)(answer, root) for other in others)
+
+    return check
+
+
 def yes_no(expected: str) -> Check:
     """The answer says ``expected`` ("yes" or "no") as a word, and not the other one."""
     other = {"yes": "no", "no": "yes"}[expected]
@@ -125,11 +136,11 @@ TASKS: tuple[Task, ...] = (
     Task(name="find-secret", kind="find", prompt="Some file in the workspace holds a secret word. What is the word?",
          check=says("marmalade")),
     Task(name="find-port", kind="find", prompt="Find the file that sets the server port. What is its path?",
-         check=says("settings.ini")),
+         check=names_only("config/settings.ini")),
     Task(name="find-bergen", kind="find", prompt="One file is about Bergen. How many people does it say live there?",
          check=number(291000)),
     Task(name="find-log", kind="find", prompt="Which file in the workspace is a log file? Give its path.",
-         check=says("app.log")),
+         check=names_only("log/app.log")),
     Task(name="count-todo", kind="count", prompt="How many lines does notes/todo.txt have?", check=number(3)),
     Task(name="count-errors", kind="count", prompt="How many lines of log/app.log contain ERROR?", check=number(2)),
     Task(name="count-animals", kind="count", prompt="How many animals are listed in animals.txt, one per line?",

@@ -53,6 +53,15 @@ def test_checkers_match_whole_words_and_whole_numbers_never_substrings() -> None
     assert says("ines")("Inés Alvarez", WORKSPACE) and not says("ines")("Ineson", WORKSPACE)
 
 
+def test_a_find_task_s_path_is_found_only_where_no_other_file_is_named() -> None:
+    port = next(t for t in TASKS if t.name == "find-port").check
+    assert port("It is config/settings.ini.", WORKSPACE) and port("settings.ini", WORKSPACE)
+    listing = ("ERROR: there is no file 'notes/server_port.txt'; the workspace has: animals.txt, "
+               "config/settings.ini, log/app.log, readme.md")  # fmt: skip
+    assert not port(listing, WORKSPACE), "a listing of every file (a tool's error) names the file by chance"
+    assert not port("log/app.log", WORKSPACE) and not port("settings.ini.bak", WORKSPACE)
+
+
 def test_acceptors_accept_right_answers_and_refuse_wrong_ones() -> None:
     assert number(709000)("About 709,000 people.", WORKSPACE) and not number(709000)("709 people", WORKSPACE)
     assert says("teal")("The colour is TEAL.", WORKSPACE) and not says("teal")("red", WORKSPACE)
