@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bfcl", action="store_true", help="on BFCL's tune items (the plain loop's records)")
     parser.add_argument("--bias", action="store_true", help="a lean to answering, from the plain loop's BFCL records")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder of calibration.json")
+    parser.add_argument("--threads", type=int, help="the embedded backend's CPU threads (default: every core)")
     args = parser.parse_args(argv)
     if not args.model and not args.again:
         parser.error("name a model (--model NAME) or choose again from the stored fits (--again)")
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         from benchmarks.bfcl import make_brain as bfcl_brain
 
         for name in args.model:
-            brain = bfcl_brain("llamacpp", name, None, 8192)
+            brain = bfcl_brain("llamacpp", name, None, 8192, args.threads)
             try:
                 measured = bfcl_measure(brain, name, show=True)
             finally:
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         tasks = choose(False, "tune")
         progress = Progress(len(tasks) * len(args.model), label="calibrate")
         for name in args.model:
-            brain = make_brain("llamacpp", name, None)
+            brain = make_brain("llamacpp", name, None, args.threads)
             measured = measure(brain, tasks, progress)
             results.append({"model": name, "split": "tune", "policies": "plain", **calibrate(measured),
                             "measured": measured})  # fmt: skip
