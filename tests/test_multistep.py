@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 
 from helpers import call_step, lean_answer
-from shapeloop import Capabilities, Conversation, SchemaSupport, ScriptedBrain, run_agent, tool
+from shapeloop import Capabilities, SchemaSupport, ScriptedBrain, run_agent, tool
 from shapeloop.events import CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.models import CATALOGUE
 from shapeloop.policies import (
     DEFAULT,
-    CheckDone,
     HoldValues,
     LookAfterFailure,
     LookFirst,
@@ -332,45 +331,3 @@ def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
             return spec.get("enum")
     return None
 
-
-# --- a task of several parts checked once before its answer stands
-
-
-def test_check_done_puts_the_first_answer_after_calls_back_once_with_the_task_and_the_calls() -> None:
-    brain = ScriptedBrain([
-        call_step("cd", folder="docs"), lean_answer("now in /docs"), call_step("mkdir", name="alex"),
-        lean_answer("in docs, alex made"),
-    ])  # fmt: skip
-    run = run_agent(brain, _desk(), "Go into docs and make a folder alex there", policies=[CheckDone()])
-    assert run.answer == "in docs, alex made" and run.steps == 4
-    put_back = brain.asked[2].messages[-1]["content"]
-    assert "The task: Go into docs and make a folder alex there" in put_back
-    assert 'cd({"folder": "docs"}): ok' in put_back
-    assert [e.call.tool for e in run.events if isinstance(e, ToolCalled)] == ["cd", "mkdir"]
-    events = _events(run)
-    assert [(e.policy, e.hook, e.step) for e in events] == [("check-done", "check_answer", 2)]
-    assert run.interventions == {"check-done": 1}
-
-
-def test_check_done_lets_the_second_answer_stand_and_an_answer_without_calls_pass() -> None:
-    brain = ScriptedBrain([call_step("pwd"), lean_answer("/"), lean_answer("/")])
-    run = run_agent(brain, _desk(), "Where am I?", policies=[CheckDone()])
-    assert run.answer == "/" and run.steps == 3 and run.interventions == {"check-done": 1}
-    run = run_agent(ScriptedBrain([lean_answer("hello")]), _desk(), "Say hello", policies=[CheckDone()])
-    assert run.answer == "hello" and run.steps == 1 and run.interventions == {}
-
-
-def test_check_done_leaves_an_answer_at_the_last_step_alone() -> None:
-    brain = ScriptedBrain([call_step("pwd"), lean_answer("/")])
-    run = run_agent(brain, _desk(), "Where am I?", policies=[CheckDone()], max_steps=2)
-    assert run.answer == "/" and run.interventions == {}
-
-
-def test_check_done_checks_each_request_of_a_conversation_once() -> None:
-    brain = ScriptedBrain([
-        call_step("pwd"), lean_answer("/"), lean_answer("/"),
-        call_step("cd", folder="docs"), lean_answer("in docs"), lean_answer("in docs"),
-    ])  # fmt: skip
-    talk = Conversation(brain, _desk(), policies=[CheckDone()])
-    assert talk.ask("Where am I?").run.interventions == {"check-done": 1}
-    assert talk.ask("Go into docs").run.interventions == {"check-done": 1}

@@ -23,7 +23,6 @@ from shapeloop.policies.base import (
     RunView,
     StepShape,
 )
-from shapeloop.policies.check_done import CheckDone
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.hold import HoldValues
 from shapeloop.policies.look import LookAfterFailure, LookFirst
@@ -51,7 +50,6 @@ _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
     {
         "abstain": Abstain,
-        "check-done": CheckDone,
         "fit-floor": FitFloor,
         "hold-values": HoldValues,
         "look-after-failure": LookAfterFailure,
@@ -102,7 +100,6 @@ __all__ = [
     "SMALL_MODEL",
     "Abstain",
     "CallOutcome",
-    "CheckDone",
     "FitFloor",
     "HoldValues",
     "LookAfterFailure",
