@@ -330,4 +330,3 @@ def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
             spec = variant["properties"]["arguments"]["properties"][argument]
             return spec.get("enum")
     return None
-
