@@ -23,27 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import cluster, extraction, repeats, report, required
-from benchmarks.common import MEASUREMENTS, model_info, write
+from benchmarks.common import MEASUREMENTS, make_brain, model_info, write
 from benchmarks.fc_tasks import CALL_TASKS
 from benchmarks.suite import AnyTask, Progress, summarise
 from benchmarks.tasks import QUICK, TASKS, Task, split_of
-from shapeloop import Brain, policies
+from shapeloop import policies
 
 FULL_MODELS = ["qwen2.5-coder-0.5b", "smollm2-135m", "qwen2.5-coder-1.5b"]  # the slowest last
 TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
 LOOPING = ("find-secret", "find-log", "follow-pointer", "count-errors")
 QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these kinds
 QUICK_CALL_KINDS = ("call", "choose", "irrelevant", "multi")
-
-
-def make_brain(backend: str, model: str, base_url: str | None, threads: int | None = None) -> Brain:
-    """The model on the chosen backend (``threads``: the embedded backend's CPU threads; all cores when None)."""
-    from shapeloop import backends
-
-    if backend == "llamacpp":
-        return backends.create(backend, model, base_url=base_url, context=4096,
-                               **({"n_threads": threads} if threads else {}))  # fmt: skip
-    return backends.create(backend, model, base_url=base_url, context=None)
+CONTEXT = 4096  # the embedded backend's window for the suite
 
 
 def all_tasks() -> list[AnyTask]:
@@ -130,15 +121,16 @@ def main(argv: list[str] | None = None) -> None:
         per_model += len(tasks) + len(ws_tool_tasks) + 2 * len(looping)
     progress = Progress(per_model * len(names), label="bench")
     settings = {"backend": args.backend, "base_url": args.base_url, "max_steps": args.max_steps, "stuck_limit": 2,
-                "temperature": 0.0, "n_ctx": 4096 if args.backend == "llamacpp" else None,
+                "temperature": 0.0, "n_ctx": CONTEXT if args.backend == "llamacpp" else None,
                 "split": args.split, "kinds": args.kind, "only_tasks": args.task, "policies": args.policies,
                 "step": args.step, "threads": args.threads, "quick": args.quick,
                 "concurrency": args.concurrency, "ray": args.ray}  # fmt: skip
+    batch = args.step == "calls"
     started = time.perf_counter()
     if args.ray is not None:
         sweep = cluster.Sweep(names=names, backend=args.backend, base_url=args.base_url, policies=args.policies,
                               tasks=tasks, flat_tasks=ws_tool_tasks, looping=looping, extras=extras,
-                              raw=not args.no_raw, max_steps=args.max_steps, batch=args.step == "calls",
+                              raw=not args.no_raw, max_steps=args.max_steps, batch=batch,
                               cpus=args.ray_cpus)  # fmt: skip
         records, results = cluster.sweep(args.ray or None, sweep, progress, repeat_steps=2 * len(looping))
         for record in records:
@@ -151,13 +143,13 @@ def main(argv: list[str] | None = None) -> None:
     records: list[dict[str, Any]] = []
     results: dict[str, list[dict[str, Any]]] = {"required": [], "repeats": []}
     for name in names:
-        brain = make_brain(args.backend, name, args.base_url, args.threads)
+        brain = make_brain(args.backend, name, args.base_url, CONTEXT, args.threads)
         plan = [("constrained", "per_tool", tasks)]
         if extras:
             plan += [("prose", "per_tool", tasks), ("constrained", "flat", ws_tool_tasks)]
         for mode, schema, chosen in plan:
             ran = suite_runner(brain, chosen, mode=mode, schema=schema, progress=progress, max_steps=args.max_steps,
-                               policies=args.policies, batch=args.step == "calls")  # fmt: skip
+                               policies=args.policies, batch=batch)  # fmt: skip
             records += [{"model": name, **r} for r in ran]
         if not args.no_raw:
             records += [{"model": name, **r} for r in raw_runner(brain, tasks, progress=progress)]

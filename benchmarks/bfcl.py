@@ -58,21 +58,10 @@ from benchmarks import bfcl_data
 from benchmarks.bfcl_data import BFCL_WHEEL, CATEGORIES, Item
 from benchmarks.bfcl_report import RECORDS, done_ids, latest, merge, read_records, records_file, slug, table
 from benchmarks.bfcl_run import run_item
-from benchmarks.common import machine, model_info
-from shapeloop import Brain
+from benchmarks.common import machine, make_brain, model_info
 
 DEFAULT_COLUMNS = "raw,plain,default"
 CONTEXT = 8192  # live_multiple offers up to ~30 long function docs
-
-
-def make_brain(backend: str, model: str, base_url: str | None, context: int, threads: int | None = None) -> Brain:
-    """The model on the chosen backend (``threads``: the embedded backend's CPU threads; all cores when None)."""
-    from shapeloop import backends
-
-    if backend == "llamacpp":
-        return backends.create(backend, model, base_url=base_url, context=context,
-                               **({"n_threads": threads} if threads else {}))  # fmt: skip
-    return backends.create(backend, model, base_url=base_url, context=None)
 
 
 def plan(args: argparse.Namespace) -> list[Item]:

@@ -225,12 +225,13 @@ def main(argv: list[str] | None = None) -> None:
                                   "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps), "
                                   "fits measured by python -m benchmarks.calibrate --bfcl"}))  # fmt: skip
     elif args.model:
-        from benchmarks.__main__ import choose, make_brain
+        from benchmarks.__main__ import CONTEXT, choose
+        from benchmarks.common import make_brain
 
         tasks = choose(False, "tune")
         progress = Progress(len(tasks) * len(args.model), label="calibrate")
         for name in args.model:
-            brain = make_brain("llamacpp", name, None, args.threads)
+            brain = make_brain("llamacpp", name, None, CONTEXT, args.threads)
             measured = measure(brain, tasks, progress)
             results.append({"model": name, "split": "tune", "policies": "plain", **calibrate(measured),
                             "measured": measured})  # fmt: skip

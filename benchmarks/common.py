@@ -11,9 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import shapeloop
-from shapeloop import models
+from shapeloop import Brain, models
 
 MEASUREMENTS = Path(__file__).resolve().parent.parent / "measurements"
+
+
+def make_brain(backend: str, model: str, base_url: str | None, context: int, threads: int | None = None) -> Brain:
+    """The model on the chosen backend: the embedded one with a window of ``context`` tokens and
+    ``threads`` CPU threads (all cores when None), or a server's, which keeps its own window."""
+    from shapeloop import backends
+
+    if backend == "llamacpp":
+        return backends.create(backend, model, base_url=base_url, context=context,
+                               **({"n_threads": threads} if threads else {}))  # fmt: skip
+    return backends.create(backend, model, base_url=base_url, context=None)
 
 
 def machine() -> dict[str, Any]:

@@ -55,10 +55,11 @@ def says(*words: str) -> Check:
 def names_only(path: str) -> Check:
     """The answer names the workspace file ``path`` (by its name) and no other file of the workspace:
     a listing of every file, such as a tool's error that names them all, does not find one."""
-    others = sorted({p.name for p in WORKSPACE.rglob("*") if p.is_file()} - {Path(path).name})
+    name = Path(path).name
+    others = sorted({p.name for p in WORKSPACE.rglob("*") if p.is_file()} - {name})
 
     def check(answer: str, root: Path) -> bool:
-        return says(Path(path).name)(answer, root) and not any(says(other)(answer, root) for other in others)
+        return says(name)(answer, root) and not any(says(other)(answer, root) for other in others)
 
     return check
 
