@@ -4,6 +4,7 @@ line read from the tools that read, and values held to what the results gave."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from shapeloop.events import CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.models import CATALOGUE
 from shapeloop.policies import (
     DEFAULT,
+    AnswerAfterRepeat,
+    EchoedError,
     HoldValues,
     LookAfterFailure,
     LookFirst,
@@ -330,3 +333,107 @@ def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
             spec = variant["properties"]["arguments"]["properties"][argument]
             return spec.get("enum")
     return None
+
+
+# --- an answer that repeats a failed call's result, and the step after a repeat
+
+
+def _recipes() -> list[Any]:
+    @tool
+    def get_recipe(recipe_id: str) -> str:
+        """A recipe by its id."""
+        if recipe_id != "R-7":
+            raise LookupError(f"no recipe {recipe_id}; find the id with find_recipe")
+        return "butter 200 g"
+
+    @tool(read_only=True)
+    def find_recipe(name: str) -> str:
+        """A recipe's id, by its name."""
+        return "R-7"
+
+    return [get_recipe, find_recipe]
+
+
+ECHO = "ERROR: LookupError: no recipe R-1; find the id with find_recipe"
+
+
+def test_echoed_error_puts_back_an_answer_that_repeats_a_failed_result_and_names_the_call() -> None:
+    brain = ScriptedBrain([
+        call_step("get_recipe", recipe_id="R-1"), lean_answer(ECHO), call_step("find_recipe", name="shortbread"),
+        call_step("get_recipe", recipe_id="R-7"), lean_answer("200 g of butter"),
+    ])  # fmt: skip
+    run = run_agent(brain, _recipes(), "How much butter is in shortbread?", policies=[EchoedError()])
+    assert run.answer == "200 g of butter" and run.steps == 5
+    put_back = brain.asked[2].messages[-1]["content"]
+    assert put_back.startswith('Your answer repeats the result of get_recipe({"recipe_id": "R-1"})'), put_back
+    assert [(e.step, e.hook) for e in _events(run)] == [(2, "check_answer")]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "no recipe R-1; find the id with find_recipe",  # the mark left off
+        "The tool said: ERROR: LookupError: no recipe R-1; find the id with find_recipe.",  # inside words
+        "lookuperror: NO RECIPE r-1;   find the id\nwith find_recipe",  # case and whitespace
+        "LookupError: no recipe R-1",  # a part of the result's first line
+    ],
+)
+def test_echoed_error_sees_the_failed_result_however_the_answer_wraps_it(answer: str) -> None:
+    brain = ScriptedBrain([call_step("get_recipe", recipe_id="R-1"), lean_answer(answer), lean_answer("cannot")])
+    run = run_agent(brain, _recipes(), "Butter in shortbread?", policies=[EchoedError()])
+    assert run.interventions == {"echoed-error": 1} and run.answer == "cannot"
+
+
+def test_echoed_error_objects_once_a_failed_result_so_a_task_that_cannot_be_done_is_answered() -> None:
+    brain = ScriptedBrain([call_step("get_recipe", recipe_id="R-1"), lean_answer(ECHO), lean_answer(ECHO)])
+    run = run_agent(brain, _recipes(), "Butter in recipe R-1?", policies=[EchoedError()])
+    assert run.stop.value == "answered" and run.answer == ECHO
+    assert run.interventions == {"echoed-error": 1}
+
+
+@pytest.mark.parametrize(
+    ("steps", "answer"),
+    [
+        ([call_step("find_recipe", name="shortbread")], "R-7 is the id"),  # a good result repeated is an answer
+        ([call_step("get_recipe", recipe_id="R-1")], "none"),  # shorter than min_chars
+        ([call_step("get_recipe", recipe_id="R-1")], "Shortbread needs no recipe id at all."),  # other words
+        ([], "ERROR: no recipe R-1"),  # no call has failed: nothing to repeat
+    ],
+)
+def test_echoed_error_lets_other_answers_stand(steps: list[str], answer: str) -> None:
+    brain = ScriptedBrain([*steps, lean_answer(answer)])
+    run = run_agent(brain, _recipes(), "Butter in shortbread?", policies=[EchoedError()])
+    assert run.answer == answer and run.interventions == {}
+
+
+def test_echoed_error_refuses_a_min_chars_below_one() -> None:
+    with pytest.raises(ValueError, match="min_chars must be at least 1"):
+        EchoedError(min_chars=0)
+
+
+def test_answer_after_repeat_makes_the_step_after_a_repeat_answer_only() -> None:
+    brain = ScriptedBrain([
+        call_step("find_recipe", name="shortbread"), call_step("find_recipe", name="shortbread"), lean_answer("R-7"),
+    ])  # fmt: skip
+    run = run_agent(brain, _recipes(), "The id of shortbread?", policies=[AnswerAfterRepeat()])
+    assert run.answer == "R-7"
+    assert _can_answer(brain.asked[1].schema) and "calls" in json.dumps(brain.asked[1].schema)
+    assert "calls" not in json.dumps(brain.asked[2].schema), "the step after the repeat may only answer"
+    assert [(e.step, e.hook) for e in _events(run)] == [(3, "shape_step")]
+    assert 'find_recipe({"name": "shortbread"}) returned the same result 2 times' in _events(run)[0].reason
+
+
+def test_answer_after_repeat_leaves_the_run_open_after_an_objection_and_a_different_call_alone() -> None:
+    brain = ScriptedBrain([
+        call_step("find_recipe", name="shortbread"), call_step("find_recipe", name="tart"),
+        call_step("find_recipe", name="shortbread"), lean_answer("R-7?"), call_step("get_recipe", recipe_id="R-7"),
+        lean_answer("200 g"),
+    ])  # fmt: skip
+    verdicts = iter(["say how much butter", True])
+    run = run_agent(brain, _recipes(), "Butter in shortbread?", policies=[AnswerAfterRepeat()],
+                    accept_answer=lambda text: next(verdicts))  # fmt: skip
+    assert run.answer == "200 g"
+    assert "calls" in json.dumps(brain.asked[2].schema), "after a different call: no repeat"
+    assert "calls" not in json.dumps(brain.asked[3].schema)
+    assert "calls" in json.dumps(brain.asked[4].schema), "once a repeat: the step after the objection may call"
+    assert run.interventions == {"answer-after-repeat": 1}

@@ -23,11 +23,13 @@ from shapeloop.policies.base import (
     RunView,
     StepShape,
 )
+from shapeloop.policies.echo import EchoedError
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.hold import HoldValues
 from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.preset import ModelPreset
+from shapeloop.policies.repeat import AnswerAfterRepeat
 from shapeloop.policies.state import StateLine
 from shapeloop.policies.tool_cut import ToolCut
 
@@ -50,6 +52,8 @@ _PRESETS: Mapping[str, tuple[Policy, ...]] = MappingProxyType(
 _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
     {
         "abstain": Abstain,
+        "answer-after-repeat": AnswerAfterRepeat,
+        "echoed-error": EchoedError,
         "fit-floor": FitFloor,
         "hold-values": HoldValues,
         "look-after-failure": LookAfterFailure,
@@ -99,7 +103,9 @@ __all__ = [
     "PLAIN",
     "SMALL_MODEL",
     "Abstain",
+    "AnswerAfterRepeat",
     "CallOutcome",
+    "EchoedError",
     "FitFloor",
     "HoldValues",
     "LookAfterFailure",
