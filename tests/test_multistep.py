@@ -16,7 +16,6 @@ from shapeloop.models import CATALOGUE
 from shapeloop.policies import (
     DEFAULT,
     AnswerAfterRepeat,
-    EchoedError,
     HoldValues,
     LookAfterFailure,
     LookFirst,
@@ -335,7 +334,7 @@ def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
     return None
 
 
-# --- an answer that repeats a failed call's result, and the step after a repeat
+# --- the step after a repeat
 
 
 def _recipes() -> list[Any]:
@@ -352,63 +351,6 @@ def _recipes() -> list[Any]:
         return "R-7"
 
     return [get_recipe, find_recipe]
-
-
-ECHO = "ERROR: LookupError: no recipe R-1; find the id with find_recipe"
-
-
-def test_echoed_error_puts_back_an_answer_that_repeats_a_failed_result_and_names_the_call() -> None:
-    brain = ScriptedBrain([
-        call_step("get_recipe", recipe_id="R-1"), lean_answer(ECHO), call_step("find_recipe", name="shortbread"),
-        call_step("get_recipe", recipe_id="R-7"), lean_answer("200 g of butter"),
-    ])  # fmt: skip
-    run = run_agent(brain, _recipes(), "How much butter is in shortbread?", policies=[EchoedError()])
-    assert run.answer == "200 g of butter" and run.steps == 5
-    put_back = brain.asked[2].messages[-1]["content"]
-    assert put_back.startswith('Your answer repeats the result of get_recipe({"recipe_id": "R-1"})'), put_back
-    assert [(e.step, e.hook) for e in _events(run)] == [(2, "check_answer")]
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "no recipe R-1; find the id with find_recipe",  # the mark left off
-        "The tool said: ERROR: LookupError: no recipe R-1; find the id with find_recipe.",  # inside words
-        "lookuperror: NO RECIPE r-1;   find the id\nwith find_recipe",  # case and whitespace
-        "LookupError: no recipe R-1",  # a part of the result's first line
-    ],
-)
-def test_echoed_error_sees_the_failed_result_however_the_answer_wraps_it(answer: str) -> None:
-    brain = ScriptedBrain([call_step("get_recipe", recipe_id="R-1"), lean_answer(answer), lean_answer("cannot")])
-    run = run_agent(brain, _recipes(), "Butter in shortbread?", policies=[EchoedError()])
-    assert run.interventions == {"echoed-error": 1} and run.answer == "cannot"
-
-
-def test_echoed_error_objects_once_a_failed_result_so_a_task_that_cannot_be_done_is_answered() -> None:
-    brain = ScriptedBrain([call_step("get_recipe", recipe_id="R-1"), lean_answer(ECHO), lean_answer(ECHO)])
-    run = run_agent(brain, _recipes(), "Butter in recipe R-1?", policies=[EchoedError()])
-    assert run.stop.value == "answered" and run.answer == ECHO
-    assert run.interventions == {"echoed-error": 1}
-
-
-@pytest.mark.parametrize(
-    ("steps", "answer"),
-    [
-        ([call_step("find_recipe", name="shortbread")], "R-7 is the id"),  # a good result repeated is an answer
-        ([call_step("get_recipe", recipe_id="R-1")], "none"),  # shorter than min_chars
-        ([call_step("get_recipe", recipe_id="R-1")], "Shortbread needs no recipe id at all."),  # other words
-        ([], "ERROR: no recipe R-1"),  # no call has failed: nothing to repeat
-    ],
-)
-def test_echoed_error_lets_other_answers_stand(steps: list[str], answer: str) -> None:
-    brain = ScriptedBrain([*steps, lean_answer(answer)])
-    run = run_agent(brain, _recipes(), "Butter in shortbread?", policies=[EchoedError()])
-    assert run.answer == answer and run.interventions == {}
-
-
-def test_echoed_error_refuses_a_min_chars_below_one() -> None:
-    with pytest.raises(ValueError, match="min_chars must be at least 1"):
-        EchoedError(min_chars=0)
 
 
 def test_answer_after_repeat_makes_the_step_after_a_repeat_answer_only() -> None:

@@ -23,7 +23,6 @@ from shapeloop.policies.base import (
     RunView,
     StepShape,
 )
-from shapeloop.policies.echo import EchoedError
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.hold import HoldValues
 from shapeloop.policies.look import LookAfterFailure, LookFirst
@@ -53,7 +52,6 @@ _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
     {
         "abstain": Abstain,
         "answer-after-repeat": AnswerAfterRepeat,
-        "echoed-error": EchoedError,
         "fit-floor": FitFloor,
         "hold-values": HoldValues,
         "look-after-failure": LookAfterFailure,
@@ -105,7 +103,6 @@ __all__ = [
     "Abstain",
     "AnswerAfterRepeat",
     "CallOutcome",
-    "EchoedError",
     "FitFloor",
     "HoldValues",
     "LookAfterFailure",
