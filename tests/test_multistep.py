@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from helpers import call_step, lean_answer
+from helpers import call_step, calls_step, lean_answer
 from shapeloop import Capabilities, SchemaSupport, ScriptedBrain, run_agent, tool
 from shapeloop.events import CallRefused, PolicyIntervened, ToolCalled
 from shapeloop.models import CATALOGUE
@@ -379,3 +379,17 @@ def test_answer_after_repeat_leaves_the_run_open_after_an_objection_and_a_differ
     assert "calls" not in json.dumps(brain.asked[3].schema)
     assert "calls" in json.dumps(brain.asked[4].schema), "once a repeat: the step after the objection may call"
     assert run.interventions == {"answer-after-repeat": 1}
+
+
+def test_hold_values_counts_a_result_that_came_back_with_the_failure_in_one_step() -> None:
+    """A lookup and the call that needs its value, written in one step: the lookup's result is read
+    with the failure, so the step after holds the failed argument to it."""
+    brain = ScriptedBrain([
+        calls_step(("symbol_of", {"company": "Zeta Corp"}), ("buy", {"symbol": "ZC", "amount": 5})),
+        call_step("buy", symbol="ZETA", amount=5), lean_answer("bought"),
+    ])  # fmt: skip
+    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp", policies=[HoldValues()])
+    assert run.answer == "bought"
+    held = _held(brain.asked[1].schema, "buy", "symbol")
+    assert held is not None and held[0] == "ZETA" and "ZC" not in held, held
+    assert [e.step for e in _events(run)] == [2]

@@ -10,7 +10,9 @@ takes the wrong copy out of the model's reach instead, in the step's schema.
 When a call fails, its *suspect* is the one plain string argument (one whose schema admits any short
 text: no ``enum``, ``const`` or ``pattern`` of its own) whose value no earlier result held (a value from a result is
 trusted; where two or more arguments are unproven, none is suspected, and the policy stays out). From
-the first result after the failure until the model calls that tool again, each step holds that
+the first result that came back with the failure (another call of the same step: a model that writes
+a lookup and the call that needs its value in one step reads both results at once) or after it,
+until the model calls that tool again, each step holds that
 argument of that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: the strings a
 result has given in the run, latest first (the strings and numbers of a JSON result, the lines of a
 text one, none over 80 characters), and the user's own values (each quoted part of the request and
@@ -94,7 +96,8 @@ class HoldValues(Policy):
             raise ValueError(f"max_values must be a whole number, 1 or more, not {max_values!r}")
         self.max_values = max_values
         self._strings: dict[str, frozenset[str]] = {}
-        self._suspect: tuple[str, str, str, int] | None = None  # (tool, argument, failed value, outcomes then)
+        # (tool, argument, failed value, the first outcome of the failure's step: results from there on count)
+        self._suspect: tuple[str, str, str, int] | None = None
         self._seen = 0
         self._held: tuple[str, ...] = ()
 
@@ -114,7 +117,7 @@ class HoldValues(Policy):
             return None
         tool, argument, failed, since = self._suspect
         if not any(o.status is ToolStatus.OK for o in view.calls[since:]):
-            return None  # nothing has come back since the failure: the plain loop's feedback stands
+            return None  # nothing has come back with the failure or since: the plain loop's feedback stands
         results = [o for o in view.calls if o.status is ToolStatus.OK]
         given = list(dict.fromkeys(v for o in reversed(results) for v in result_values(o.text) if v != failed))
         said = [v for v in user_values(view.task) if v != failed and v not in given]
@@ -145,15 +148,16 @@ class HoldValues(Policy):
     def _follow(self, view: RunView) -> None:
         """Read the outcomes since the last step: a failure names a suspect, a call of the held tool
         ends the hold."""
+        step = self._seen  # the first outcome of the step just made: its calls came back together
         for index in range(self._seen, len(view.calls)):
             outcome = view.calls[index]
             if self._suspect is not None and outcome.call.tool == self._suspect[0]:
                 self._suspect = None
             if outcome.status is ToolStatus.ERROR:
-                self._suspect = self._suspected(view, index) or self._suspect
+                self._suspect = self._suspected(view, index, step) or self._suspect
         self._seen = len(view.calls)
 
-    def _suspected(self, view: RunView, index: int) -> tuple[str, str, str, int] | None:
+    def _suspected(self, view: RunView, index: int, step: int) -> tuple[str, str, str, int] | None:
         call = view.calls[index].call
         earlier = [o.text for o in view.calls[:index] if o.status is ToolStatus.OK]
         unproven = [
@@ -164,7 +168,7 @@ class HoldValues(Policy):
         if len(unproven) != 1:
             return None
         name, value = unproven[0]
-        return call.tool, name, value, index + 1
+        return call.tool, name, value, step
 
 
 def _string_arguments(tool: Tool) -> frozenset[str]:
