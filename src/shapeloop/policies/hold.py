@@ -52,13 +52,15 @@ _EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’„「」『』。、，；：！？�
 
 def result_values(text: str, *, max_line: int = 80) -> list[str]:
     """The values a result gives: every string and number of a JSON result (keys left out), or the
-    lines of a text result, in order, each once; none longer than ``max_line`` characters (a value a
-    call takes is short: a file's text is not one)."""
+    lines of a text result and then each word of it (an id in a sentence: ``H-8812 Gion Garden Inn
+    41,800 JPY; ...``), without the punctuation around it; in order, each once, none longer than
+    ``max_line`` characters (a value a call takes is short: a file's text is not one)."""
     try:
         data = json.loads(text)
     except ValueError:
-        lines = (line.strip() for line in text.splitlines())
-        return list(dict.fromkeys(line for line in lines if line and len(line) <= max_line))
+        lines = [line.strip() for line in text.splitlines()]
+        words = (word.strip(_EDGE) for line in lines for word in line.split())
+        return list(dict.fromkeys(v for v in (*lines, *words) if v and len(v) <= max_line))
     return list(dict.fromkeys(value for value in _scalars(data) if len(value) <= max_line))
 
 
