@@ -29,6 +29,10 @@ A value the model must compose (``..``, a joined path) or a user's words that no
 (a request in Chinese or Japanese) cannot be written under the schema's hold; prose mode accepts a
 value written in the request. The policy reads no word of any language: values are compared as they
 are written.
+
+Measured (``measurements/tuning-history.md``, ``measurements/policies.json``): on BFCL's multi-turn
+screen it acted once for qwen2.5-coder-0.5b (nothing changed); on the suite's multi-step tasks it acted
+on 2 tasks a model and changed none (the models answered at the held step). Opt-in.
 """
 
 from __future__ import annotations
