@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks import cluster, extraction, repeats, report, required
 from benchmarks.common import MEASUREMENTS, make_brain, model_info, write
 from benchmarks.fc_tasks import CALL_TASKS
-from benchmarks.suite import AnyTask, Progress, summarise
+from benchmarks.suite import CONTEXT, AnyTask, Progress, summarise
 from benchmarks.tasks import QUICK, TASKS, Task, split_of
 from shapeloop import policies
 
@@ -34,7 +34,6 @@ TOOL_KINDS = ("read", "find", "count", "compare", "follow", "write")
 LOOPING = ("find-secret", "find-log", "follow-pointer", "count-errors")
 QUICK_CALLS = 4  # function-calling tasks in --quick: the first of each of these kinds
 QUICK_CALL_KINDS = ("call", "choose", "irrelevant", "multi")
-CONTEXT = 4096  # the embedded backend's window for the suite
 
 
 def all_tasks() -> list[AnyTask]:

@@ -225,8 +225,9 @@ def main(argv: list[str] | None = None) -> None:
                                   "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps), "
                                   "fits measured by python -m benchmarks.calibrate --bfcl"}))  # fmt: skip
     elif args.model:
-        from benchmarks.__main__ import CONTEXT, choose
+        from benchmarks.__main__ import choose
         from benchmarks.common import make_brain
+        from benchmarks.suite import CONTEXT
 
         tasks = choose(False, "tune")
         progress = Progress(len(tasks) * len(args.model), label="calibrate")

@@ -21,11 +21,12 @@ from typing import Any
 
 import shapeloop
 from benchmarks import repeats, required
+from benchmarks.common import make_brain
 from benchmarks.fc_tasks import CALL_TASKS
 from benchmarks.raw import run_raw, run_raw_suite
-from benchmarks.suite import AnyTask, Progress, run_suite, run_task
+from benchmarks.suite import CONTEXT, AnyTask, Progress, run_suite, run_task
 from benchmarks.tasks import TASKS, Task
-from shapeloop import Brain, UsageError, backends
+from shapeloop import Brain, UsageError
 
 Record = dict[str, Any]
 SuiteRunner = Callable[..., list[Record]]
@@ -148,8 +149,7 @@ class Worker:
     """
 
     def __init__(self, backend: str, model: str, base_url: str | None, threads: int) -> None:
-        options: dict[str, Any] = {"context": 4096, "n_threads": threads} if backend == "llamacpp" else {}
-        self.brain = backends.create(backend, model, base_url=base_url, **options)
+        self.brain = make_brain(backend, model, base_url, CONTEXT, threads)
 
     def loop(self, task: str, mode: str, schema: str, max_steps: int, policies: str, batch: bool = True) -> Record:
         return run_task(self.brain, BY_NAME[task], mode=mode, schema=schema, max_steps=max_steps, policies=policies,

@@ -42,6 +42,7 @@ from shapeloop.events import (
 from shapeloop.policies import resolve as resolve_policies
 
 AnyTask = Task | CallTask
+CONTEXT = 4096  # the embedded backend's window for the suite
 WRONG_TOOL = ("ERROR: there is no tool", "ERROR: the step has action")
 ABSTAIN_KINDS = ("no_tool", "irrelevant")  # tasks where any tool call is a failure
 

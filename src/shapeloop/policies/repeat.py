@@ -12,8 +12,8 @@ task or of a result, and in prose mode or with native calls it cannot hold the s
 
 Measured (``measurements/tuning-history.md``): on the suite's tune half it acted for the 0.5B model
 on the 2 tasks that the plain loop stopped as stuck (one answered right, `poem-first`; one answered
-wrong), for the 1.5B model on none; on BFCL's multi-turn screen (8 entries) and the live git task
-through mcp-server-git it never acted for either model. Opt-in.
+wrong), for the 1.5B model on none; on BFCL's multi-turn screen (8 entries) it acted once (0.5B)
+and changed nothing; on the live git task through mcp-server-git it never acted. Opt-in.
 """
 
 from __future__ import annotations
