@@ -14,8 +14,8 @@ the first result that came back with the failure (another call of the same step:
 a lookup and the call that needs its value in one step reads both results at once) or after it,
 until the model calls that tool again, each step holds that
 argument of that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: the strings a
-result has given in the run, latest first (the strings and numbers of a JSON result, the lines of a
-text one, none over 80 characters), and the user's own values (each quoted part of the request and
+result has given in the run, latest first (the strings and numbers of a JSON result, the lines and
+then the words of a text one, none over 80 characters), and the user's own values (each quoted part of the request and
 each word, the punctuation around it taken off), less the value that failed; at most
 ``max_values``, half of them kept for the user's. A later failure that names no suspect leaves the
 hold as it is. The other tools, the tool's other arguments and the answer stay open. Where the reply
