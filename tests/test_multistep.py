@@ -325,7 +325,16 @@ def test_values_are_read_from_json_and_text_results_and_the_user_s_words() -> No
     assert result_values(hotels)[:6] == [hotels, "hotels", "in", "Kyoto", "H-8812", "Gion"], "the line, then its words"
     assert "41,800" in result_values(hotels) and "JPY" in result_values(hotels), "no punctuation around a word"
     assert user_values("Move 'annual report.txt' to «Neue Berichte», bitte!") == [
-        "annual report.txt", "Neue Berichte", "Move", "annual", "report.txt", "to", "Neue", "Berichte", "bitte"]
+        "annual report.txt",
+        "Neue Berichte",
+        "Move",
+        "annual",
+        "report.txt",
+        "to",
+        "Neue",
+        "Berichte",
+        "bitte",
+    ]
     assert user_values("把「年度报告」移到新文件夹。") == ["年度报告", "把「年度报告」移到新文件夹"]
 
 
