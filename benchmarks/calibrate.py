@@ -47,8 +47,8 @@ from typing import Any
 
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records, slug
-from benchmarks.common import MEASUREMENTS, write
-from benchmarks.suite import ABSTAIN_KINDS, AnyTask, Progress, run_task, tools_for
+from benchmarks.common import MEASUREMENTS, make_brain, write
+from benchmarks.suite import ABSTAIN_KINDS, CONTEXT, AnyTask, Progress, run_task, tools_for
 from benchmarks.tasks import WORKSPACE
 from shapeloop import Brain, UsageError
 from shapeloop.policies.fit_floor import task_fit
@@ -213,10 +213,8 @@ def main(argv: list[str] | None = None) -> None:
                                   "source": f"measurements/bfcl/{slug(name)}/plain.jsonl (first steps and their "
                                   "decision gaps)"}))  # fmt: skip
     elif args.model and args.bfcl:
-        from benchmarks.bfcl import make_brain as bfcl_brain
-
         for name in args.model:
-            brain = bfcl_brain("llamacpp", name, None, 8192, args.threads)
+            brain = make_brain("llamacpp", name, None, 8192, args.threads)
             try:
                 measured = bfcl_measure(brain, name, show=True)
             finally:
@@ -226,8 +224,6 @@ def main(argv: list[str] | None = None) -> None:
                                   "fits measured by python -m benchmarks.calibrate --bfcl"}))  # fmt: skip
     elif args.model:
         from benchmarks.__main__ import choose
-        from benchmarks.common import make_brain
-        from benchmarks.suite import CONTEXT
 
         tasks = choose(False, "tune")
         progress = Progress(len(tasks) * len(args.model), label="calibrate")

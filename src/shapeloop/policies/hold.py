@@ -31,8 +31,9 @@ value written in the request. The policy reads no word of any language: values a
 are written.
 
 Measured (``measurements/tuning-history.md``, ``measurements/policies.json``): on BFCL's multi-turn
-screen it acted once for qwen2.5-coder-0.5b (nothing changed); on the suite's multi-step tasks it acted
-on 2 tasks a model and changed none (the models answered at the held step). Opt-in.
+screen, before it read a result of the failure's own step or a text result's words, it acted once for
+qwen2.5-coder-0.5b (nothing changed); as it is, on the suite's multi-step tasks it acted on 2 tasks a
+model and changed none (the models answered at the held step). Opt-in.
 """
 
 from __future__ import annotations
@@ -154,16 +155,18 @@ class HoldValues(Policy):
     def _follow(self, view: RunView) -> None:
         """Read the outcomes since the last step: a failure names a suspect, a call of the held tool
         ends the hold."""
-        step = self._seen  # the first outcome of the step just made: its calls came back together
+        # shape_step, and so this, runs before every step: the outcomes from _seen on are the last step's,
+        # whose calls came back together
+        first_of_step = self._seen
         for index in range(self._seen, len(view.calls)):
             outcome = view.calls[index]
             if self._suspect is not None and outcome.call.tool == self._suspect[0]:
                 self._suspect = None
             if outcome.status is ToolStatus.ERROR:
-                self._suspect = self._suspected(view, index, step) or self._suspect
+                self._suspect = self._suspected(view, index, first_of_step) or self._suspect
         self._seen = len(view.calls)
 
-    def _suspected(self, view: RunView, index: int, step: int) -> tuple[str, str, str, int] | None:
+    def _suspected(self, view: RunView, index: int, first_of_step: int) -> tuple[str, str, str, int] | None:
         call = view.calls[index].call
         earlier = [o.text for o in view.calls[:index] if o.status is ToolStatus.OK]
         unproven = [
@@ -174,7 +177,7 @@ class HoldValues(Policy):
         if len(unproven) != 1:
             return None
         name, value = unproven[0]
-        return call.tool, name, value, step
+        return call.tool, name, value, first_of_step
 
 
 def _string_arguments(tool: Tool) -> frozenset[str]:

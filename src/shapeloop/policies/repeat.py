@@ -7,24 +7,38 @@ result were the same, and the run stopped). This policy makes the step after a r
 (:attr:`~shapeloop.policies.StepShape.answer` ``"must"``), taken from the results the model has;
 the run goes on as before if that answer is put back (by the caller's acceptor or another policy).
 
-It acts once for each repeat (a repeat the run's ``stuck_limit`` allows), reads no word of the
-task or of a result, and in prose mode or with native calls it cannot hold the step (the schema does).
+It acts once for each repeat (a repeat the run's ``stuck_limit`` allows): a reply at that step that
+gives no answer the loop can read (cut off, unreadable) leaves the next step open again. It reads no
+word of the task or of a result. In prose mode the schema that holds the step is not sent, and the
+model's reply stands.
 
-Measured (``measurements/tuning-history.md``): on the suite's tune half it acted for the 0.5B model
-on the 2 tasks that the plain loop stopped as stuck (one answered right, `poem-first`; one answered
-wrong), for the 1.5B model on none; on BFCL's multi-turn screen (8 entries) it acted once (0.5B)
-and changed nothing; on the live git task through mcp-server-git it never acted. Opt-in.
+Measured (``measurements/tuning-history.md``): on the suite's tune half, run beside ``echoed-error``
+(since deleted; it changed no task), it acted for the 0.5B model on the 2 tasks that the plain loop
+stopped as stuck (one answered right, ``poem-first``; one answered wrong), for the 1.5B model on
+none; on BFCL's multi-turn screen (8 entries) it acted once (0.5B) and changed nothing; on the live
+git task through mcp-server-git it never acted. Opt-in.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
+
 from shapeloop.policies.base import Policy, RunView, StepShape
+from shapeloop.tools import Tool
 
 
 class AnswerAfterRepeat(Policy):
     """The step after an identical call returned an identical result may only answer."""
 
-    _seen = 0  # outcomes already judged
+    _seen = 0  # outcomes already judged; each run's copy starts from 0 (for_run)
+
+    def for_run(self, task: str, tools: Sequence[Tool]) -> AnswerAfterRepeat:
+        """A fresh copy that has judged no outcome yet."""
+        del task, tools
+        fresh = copy.copy(self)
+        fresh._seen = 0
+        return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
         """Answer only, at the step after a step in which a call was repeated with the same result."""
