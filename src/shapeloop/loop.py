@@ -298,7 +298,7 @@ class Loop:
         """Count the call for repeats, keep its outcome for the policies, and tell the sinks."""
         record = self.calls.observe(result.call, result.text)
         status = _status(result, record)
-        self.policies.record(result.call, result.status, result.text, record.repeats)
+        self.policies.record(result.call, result.status, result.text, record.repeats, self.step)
         self._emit(
             ToolReturned(
                 step=self.step, call=result.call, status=status, text=result.text, chars=result.chars,

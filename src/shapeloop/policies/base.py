@@ -49,6 +49,7 @@ class CallOutcome:
     status: ToolStatus
     text: str
     repeats: int = 0
+    step: int = 0  # the step that made the call: the calls of one step came back together
 
 
 @dataclass(frozen=True, kw_only=True)

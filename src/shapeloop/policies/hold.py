@@ -155,18 +155,15 @@ class HoldValues(Policy):
     def _follow(self, view: RunView) -> None:
         """Read the outcomes since the last step: a failure names a suspect, a call of the held tool
         ends the hold."""
-        # shape_step, and so this, runs before every step: the outcomes from _seen on are the last step's,
-        # whose calls came back together
-        first_of_step = self._seen
         for index in range(self._seen, len(view.calls)):
             outcome = view.calls[index]
             if self._suspect is not None and outcome.call.tool == self._suspect[0]:
                 self._suspect = None
             if outcome.status is ToolStatus.ERROR:
-                self._suspect = self._suspected(view, index, first_of_step) or self._suspect
+                self._suspect = self._suspected(view, index) or self._suspect
         self._seen = len(view.calls)
 
-    def _suspected(self, view: RunView, index: int, first_of_step: int) -> tuple[str, str, str, int] | None:
+    def _suspected(self, view: RunView, index: int) -> tuple[str, str, str, int] | None:
         call = view.calls[index].call
         earlier = [o.text for o in view.calls[:index] if o.status is ToolStatus.OK]
         unproven = [
@@ -177,7 +174,8 @@ class HoldValues(Policy):
         if len(unproven) != 1:
             return None
         name, value = unproven[0]
-        return call.tool, name, value, first_of_step
+        step = view.calls[index].step  # its calls came back together: the first of them counts
+        return call.tool, name, value, next(i for i, o in enumerate(view.calls) if o.step == step)
 
 
 def _string_arguments(tool: Tool) -> frozenset[str]:

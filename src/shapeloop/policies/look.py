@@ -34,14 +34,12 @@ class _Reading(Policy):
     """What both policies share: the run's read-only tools, where there are acting ones beside."""
 
     _readers: frozenset[str] = frozenset()
-    _seen = 0  # outcomes already judged (LookAfterFailure)
 
     def for_run(self, task: str, tools: Sequence[Tool]) -> _Reading:
         del task
         fresh = copy.copy(self)
         readers = frozenset(t.name for t in tools if t.read_only)
         fresh._readers = readers if readers and len(readers) < len(tools) else frozenset()
-        fresh._seen = 0
         return fresh
 
     def _read(self, why: str) -> StepShape:
@@ -67,10 +65,12 @@ class LookAfterFailure(_Reading):
 
     def shape_step(self, view: RunView) -> StepShape | None:
         """Read-only tools only, and a call, at the step after an acting call failed."""
-        fresh, self._seen = view.calls[self._seen :], len(view.calls)
         if not self._readers:
             return None
-        failed = [o.call.tool for o in fresh if o.status is ToolStatus.ERROR and o.call.tool not in self._readers]
+        failed = [
+            o.call.tool for o in view.calls
+            if o.step == view.step - 1 and o.status is ToolStatus.ERROR and o.call.tool not in self._readers
+        ]  # fmt: skip
         if not failed:
             return None
         return self._read(f"{failed[-1]} failed: the step after reads the state before acting again")

@@ -21,29 +21,15 @@ git task through mcp-server-git it never acted. Opt-in.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Sequence
-
 from shapeloop.policies.base import Policy, RunView, StepShape
-from shapeloop.tools import Tool
 
 
 class AnswerAfterRepeat(Policy):
     """The step after an identical call returned an identical result may only answer."""
 
-    _seen = 0  # outcomes already judged; each run's copy starts from 0 (for_run)
-
-    def for_run(self, task: str, tools: Sequence[Tool]) -> AnswerAfterRepeat:
-        """A fresh copy that has judged no outcome yet."""
-        del task, tools
-        fresh = copy.copy(self)
-        fresh._seen = 0
-        return fresh
-
     def shape_step(self, view: RunView) -> StepShape | None:
         """Answer only, at the step after a step in which a call was repeated with the same result."""
-        fresh, self._seen = view.calls[self._seen :], len(view.calls)
-        repeated = [outcome for outcome in fresh if outcome.repeats]
+        repeated = [outcome for outcome in view.calls if outcome.step == view.step - 1 and outcome.repeats]
         if not repeated:
             return None
         last = repeated[-1]

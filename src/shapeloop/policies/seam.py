@@ -104,9 +104,9 @@ class PolicySet:
             calibration=declared.calibration,
         )  # fmt: skip
 
-    def record(self, call: ToolCall, status: ToolStatus, text: str, repeats: int) -> None:
-        """Keep a call's outcome for later views."""
-        self.outcomes.append(CallOutcome(call=call, status=status, text=text, repeats=repeats))
+    def record(self, call: ToolCall, status: ToolStatus, text: str, repeats: int, step: int) -> None:
+        """Keep a call's outcome, made at ``step``, for later views."""
+        self.outcomes.append(CallOutcome(call=call, status=status, text=text, repeats=repeats, step=step))
 
     def shape_step(self, view: RunView, emit: Emit) -> Shape:
         """What every policy asks of the next step, combined: the tools all of them offer; answer only
