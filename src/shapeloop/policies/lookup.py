@@ -154,7 +154,6 @@ class LookupHint(Policy):
         self.max_hints = max_hints
         self._tools: dict[str, Tool] = {}
         self._ranker: Ranker | None = None
-        self._seen = 0  # calls the run had made at the last step this instance shaped
         self._hinted = 0
         self._failed: tuple[str, ...] = ()  # after a note that named functions: the functions that failed
         self._named: tuple[str, ...] = ()  # and the functions it named
@@ -165,15 +164,14 @@ class LookupHint(Policy):
         fresh = copy.copy(self)
         fresh._tools = {tool.name: tool for tool in tools}
         fresh._ranker = Ranker(tools)
-        fresh._seen, fresh._hinted, fresh._failed, fresh._named = 0, 0, (), ()
+        fresh._hinted, fresh._failed, fresh._named = 0, (), ()
         return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
         """After a note that named functions, once the model has called: where a named function
         worked and no failed one did, a note to make the failed call again. Where the calls made since
         the last step all failed: the note naming the functions that may give what they lacked."""
-        latest = view.calls[self._seen :]
-        self._seen = len(view.calls)
+        latest = [outcome for outcome in view.calls if outcome.step == view.step - 1]
         if not latest:  # an unreadable reply, a refused call: whatever waits, waits for the next calls
             return None
         answer: Literal["may", "never"] = "never" if self.must_call else "may"  # the run's last step may answer
