@@ -222,8 +222,15 @@ def test_a_missing_path_that_can_mean_one_file_only_reads_that_file_and_says_so(
     (root / "secret_key.txt").write_text("k\n")
     with pytest.raises(ToolFailure, match=r"there is no file 'secret_word\.txt'"):
         read(path="secret_word.txt")  # type: ignore[operator]  # two files share the word: no guess
-    with pytest.raises(ToolFailure, match=r"there is no file 'data_file\.txt'"):
-        read(path="data_file.txt")  # type: ignore[operator]  # only common words: no guess
+    # a word several names hold ties the guess to none of them, in any language
+    (root / "alt_datei.txt").write_text("a\n")
+    (root / "liste_datei.txt").write_text("l\n")
+    (root / "geheim.txt").write_text("g\n")
+    with pytest.raises(ToolFailure, match=r"there is no file 'neu_datei\.txt'"):
+        read(path="neu_datei.txt")  # type: ignore[operator]
+    assert read(path="geheim_datei.txt").startswith("[there is no 'geheim_datei.txt'; 'geheim.txt' is")  # type: ignore[operator]
+    (root / "Übersicht.md").write_text("ü\n")
+    assert read(path="übersicht_2026.md").startswith("[there is no 'übersicht_2026.md'; 'Übersicht.md' is")  # type: ignore[operator]
     append = tools_by_name(root, write=True)["append_note"]
     append(path="README.md", text="x")  # type: ignore[operator]  # writing never guesses: a new file
     assert (root / "README.md").read_text() == "x\n" and (root / "readme.md").read_text() == "# Zephyr\n"

@@ -21,7 +21,7 @@ import os
 import re
 import stat
 import weakref
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -256,12 +256,16 @@ class Workspace:
     def _namesake(self, path: str) -> str | None:
         """The one file whose name shares a word with a missing path's name: a small model guesses
         ``notes/secret_word.txt`` for ``data/secret.txt``, then repeats the guess whatever the error
-        lists. None when no file or several do."""
+        lists. A word that several of the workspace's file names hold (``draft``, ``datei``) ties the
+        guess to none of them, in any language. None when no file or several do."""
         files = [f for f in self._files() or [] if f != path]
         wanted = _name_words(path)
         if not files or not wanted:
             return None
-        sharing = [line for line in files if wanted & _name_words(line)]
+        words = {line: _name_words(line) for line in files}
+        held = Counter(word for found in words.values() for word in found)
+        telling = {word for word in wanted if held[word] == 1}
+        sharing = [line for line in files if telling & words[line]]
         return sharing[0] if len(sharing) == 1 else None
 
     def _files(self) -> builtins.list[str] | None:
@@ -478,13 +482,10 @@ def _stem(path: str) -> str:
     return (name.rsplit(".", 1)[0] if "." in name[1:] else name).casefold()
 
 
-# words of a file name too common to tie a guessed name to a real one
-_COMMON_WORDS = frozenset({"file", "files", "text", "txt", "data", "the", "and", "new", "old", "copy", "final", "tmp"})
-
-
 def _name_words(path: str) -> set[str]:
-    """The words of a path's file name (without its extension), three letters or more, common ones left out."""
-    return {word for word in re.findall(r"[a-z0-9]+", _stem(path)) if len(word) >= 3} - _COMMON_WORDS
+    """The words of a path's file name (without its extension), letters and digits of any script, three
+    or more."""
+    return {word for word in re.findall(r"[^\W_]+", _stem(path)) if len(word) >= 3}
 
 
 class _NotFound(ToolFailure):
