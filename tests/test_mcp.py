@@ -264,7 +264,7 @@ def test_a_long_description_is_cut_and_control_characters_dropped() -> None:
 
 
 _DYING = """
-import os, sys
+import os, sys, threading
 from mcp.server import MCPServer
 server = MCPServer("dier")
 
@@ -276,6 +276,11 @@ def echo(text: str) -> str:
 def die() -> str:
     print("dying now", file=sys.stderr, flush=True)
     os._exit(3)
+
+@server.tool()
+def die_soon() -> str:
+    threading.Timer(0.2, os._exit, (4,)).start()
+    return "bye"
 
 print("ready", file=sys.stderr, flush=True)
 server.run()
@@ -295,12 +300,40 @@ def test_a_server_that_dies_is_named_once_and_its_tools_say_it_is_gone(tmp_path:
         first = box.run(ToolCall(tool="die", args={}))
         assert first.status is ToolStatus.ERROR
         assert "MCP server 'dier' stopped: Connection closed" in first.text
-        assert "its stderr ends: ready | dying now" in first.text and "(echo, die) are gone" in first.text
+        assert "its stderr ends: ready | dying now" in first.text and "(echo, die, die_soon) are gone" in first.text
         later = box.run(ToolCall(tool="echo", args={"text": "again"}))
         gone = "ERROR: MCP server 'dier' is gone (Connection closed); echo cannot be called: answer without it"
         assert later.text == gone
         assert tools.gone == {"dier": "Connection closed"}
         assert Path(tools.logs["dier"]).read_text().splitlines() == ["ready", "dying now"]
+
+
+def test_a_server_that_dies_in_a_call_is_started_again_while_restarts_last(tmp_path: Path) -> None:
+    with mcp_tools(_script(tmp_path, _DYING), log_dir=tmp_path / "logs", restarts=1) as tools:
+        box = Toolbox(tools, approve=lambda call: True)
+        first = box.run(ToolCall(tool="die", args={}))
+        assert first.status is ToolStatus.ERROR  # the call it died in is not made again: it may have done part
+        assert "MCP server 'dier' stopped: Connection closed; its stderr ends: ready | dying now" in first.text
+        assert "It was started again (restart 1 of 1); die did not finish and may have done part" in first.text
+        assert box.run(ToolCall(tool="echo", args={"text": "back"})).text == "back"
+        assert tools.restarted == {"dier": 1} and tools.gone == {}
+        last = box.run(ToolCall(tool="die", args={}))  # no restart left: gone, as without restarts
+        assert "MCP server 'dier' stopped: Connection closed" in last.text and "are gone" in last.text
+        assert box.run(ToolCall(tool="echo", args={"text": "x"})).text.startswith("ERROR: MCP server 'dier' is gone")
+        log = Path(tools.logs["dier"]).read_text().splitlines()
+        assert log[:3] == ["ready", "dying now", "[shapeloop: dier stopped (Connection closed); started again, 1 of 1]"]
+        assert log[3:] == ["ready", "dying now"]
+
+
+def test_a_server_that_died_between_calls_is_started_again_at_the_next_call(tmp_path: Path) -> None:
+    with mcp_tools(_script(tmp_path, _DYING), log_dir=tmp_path / "logs", restarts=2) as tools:
+        box = Toolbox(tools, approve=lambda call: True)
+        assert box.run(ToolCall(tool="die_soon", args={})).text == "bye"
+        time.sleep(1.0)  # the server exits 0.2 s after its answer
+        found = box.run(ToolCall(tool="echo", args={"text": "lost"}))
+        assert found.status is ToolStatus.ERROR and "started again (restart 1 of 2); echo did not finish" in found.text
+        assert box.run(ToolCall(tool="echo", args={"text": "after"})).text == "after"
+        assert tools.restarted == {"dier": 1} and tools.gone == {}
 
 
 def test_a_command_that_does_not_exist_is_one_clear_error(tmp_path: Path) -> None:
@@ -355,6 +388,8 @@ def test_options_are_checked() -> None:
         mcp_tools()
     with pytest.raises(UsageError, match="call_timeout must be more than 0"):
         mcp_tools(_server(), call_timeout=0)
+    with pytest.raises(UsageError, match="restarts must be a whole number, 0 or more, not -1"):
+        mcp_tools(_server(), restarts=-1)
     with pytest.raises(ValueError, match="command is empty"):
         mcp_tools("   ")
     with pytest.raises(TypeError, match="an MCP server is a command line"):
@@ -484,6 +519,7 @@ def test_cli_mcp_list_prints_the_tools_with_their_annotations(calc: str, capsys:
         (["--mcp-config", "{bad"], "is not JSON"),
         (["--mcp-config", "[]"], 'an MCP configuration is an object with "mcpServers"'),
         (["--mcp", "no-such-mcp-server"], "MCP server 'no-such-mcp-server' (no-such-mcp-server) could not start"),
+        (["--mcp", "x", "--mcp-restarts", "-1"], "--mcp-restarts must be 0 or more, not -1"),
     ],
 )
 def test_cli_bad_mcp_input_is_one_line_and_exit_two(

@@ -144,6 +144,10 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mcp-config", metavar="FILE", help='the MCP servers of a JSON file in Claude Desktop\'s "mcpServers" format'
     )
+    parser.add_argument(
+        "--mcp-restarts", type=int, default=0, metavar="N",
+        help="start an MCP server that dies again, up to N times (default 0: its tools then say it is gone)",
+    )  # fmt: skip
     parser.add_argument("--script", metavar="FILE", help=argparse.SUPPRESS)  # JSON list of replies, for tests
 
 
@@ -286,6 +290,8 @@ def _mcp_problems(args: argparse.Namespace) -> list[str]:
         return []
     if importlib.util.find_spec("mcp") is None:
         return ["--mcp, --mcp-http and --mcp-config need the 'mcp' extra: pip install 'shapeloop[mcp]'"]
+    if args.mcp_restarts < 0:
+        return [f"--mcp-restarts must be 0 or more, not {args.mcp_restarts}"]
     try:
         _mcp_specs(args)
     except UsageError as exc:
@@ -302,7 +308,7 @@ def _served(args: argparse.Namespace, tools: Sequence[Tool]) -> Iterator[list[To
     from shapeloop.mcp import mcp_tools
 
     taken = {t.name for t in tools}
-    with mcp_tools(*_mcp_specs(args)) as found:
+    with mcp_tools(*_mcp_specs(args), restarts=args.mcp_restarts) as found:
         for made in found:
             if made.name in taken:
                 raise UsageError(

@@ -14,8 +14,9 @@ reads, cut to a bounded length; it is never an instruction to the loop.
 
 Every failure of a call is a result the model reads (``ERROR: ...``): the server's error text, an
 MCP error, a call past ``call_timeout``, a server that died (named once with the end of its stderr;
-its tools then answer that it is gone). A server that cannot start is one :class:`ServerUnavailable`
-before the run, naming the command, the end of its stderr and the log file that holds all of it.
+its tools then answer that it is gone, unless ``restarts`` lets it be started again). A server that
+cannot start is one :class:`ServerUnavailable` before the run, naming the command, the end of its
+stderr and the log file that holds all of it.
 
 This module holds the connections; the rest lives beside it and every public name is importable
 from here: the server kinds and the ``mcpServers`` configuration in :mod:`shapeloop.mcp_servers`, a
@@ -63,11 +64,17 @@ class _Connection:
     """One server: its client, held by one task of the portal's loop, and its calls."""
 
     def __init__(self, spec: ServerSpec, portal: anyio.from_thread.BlockingPortal, *, call_timeout: float,
-                 log_dir: Path) -> None:  # fmt: skip
+                 log_dir: Path, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 restarts: int = 0) -> None:  # fmt: skip
         self.spec = spec
         self.label = spec.label
         self._portal = portal
         self._call_timeout = call_timeout
+        self._connect_timeout = connect_timeout
+        self._restarts = restarts
+        self.restarted = 0  # times the server was started again after it died
+        self._closed = False
+        self._reviving = threading.Lock()  # one thread starts a dead server again; the others wait for it
         self._log_dir = log_dir
         self.log: TextIO | None = None
         self.log_path: str | None = None
@@ -81,12 +88,12 @@ class _Connection:
 
     def open(self, timeout: float) -> list[mcp_types.Tool]:
         """Start or reach the server and list its tools, within ``timeout`` seconds."""
-        if isinstance(self.spec, StdioServer):
+        if isinstance(self.spec, StdioServer) and self.log is None:  # a restart writes on in the same log
             self._log_dir.mkdir(parents=True, exist_ok=True)
             fd, self.log_path = tempfile.mkstemp(prefix=f"{_safe(self.label)}-", suffix=".log", dir=self._log_dir)
             self.log = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
         ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
-        self._held = self._portal.start_task_soon(self._hold, ready)
+        self._held = self._portal.start_task_soon(self._hold, ready, self.restarted)
         try:
             return ready.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
@@ -95,7 +102,7 @@ class _Connection:
         except Exception as exc:  # whatever stopped it goes into one message
             raise self._unavailable(describe_failure(exc, self.spec)) from exc
 
-    async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
+    async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]], start: int) -> None:
         import anyio
 
         try:
@@ -108,7 +115,7 @@ class _Connection:
         except Exception as exc:  # noqa: BLE001 - the server's end, told to the caller or the next call
             if not ready.done():
                 ready.set_exception(exc)
-            else:
+            elif start == self.restarted:  # not a client that a restart has replaced
                 self._mark_gone(describe_failure(exc, self.spec))
 
     async def _client_for(self, stack: AsyncExitStack) -> Client:
@@ -134,7 +141,7 @@ class _Connection:
         from mcp import MCPError
         from mcp import types as mcp_types
 
-        if self._gone is not None:
+        if self._gone is not None and not self._revive():  # died between calls: this call has not run
             raise ToolFailure(self._gone_text(name))
         try:
             result = self._portal.call(self._call, name, dict(args))
@@ -142,14 +149,12 @@ class _Connection:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 raise self._timed_out(name) from exc
             if exc.code == mcp_types.CONNECTION_CLOSED:
-                self._mark_gone(exc.message or "the connection closed")
-                raise ToolFailure(self._gone_text(name)) from exc
+                raise self._died_during(name, exc.message or "the connection closed") from exc
             raise ToolFailure(f"{name} on MCP server {self.label!r}: {exc.message} (MCP error {exc.code})") from exc
         except TimeoutError as exc:
             raise self._timed_out(name) from exc
         except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            self._mark_gone(str(exc) or type(exc).__name__)
-            raise ToolFailure(self._gone_text(name)) from exc
+            raise self._died_during(name, str(exc) or type(exc).__name__) from exc
         text = render_result(result)
         if result.is_error:
             raise ToolFailure(f"{name} on MCP server {self.label!r} failed: {text}")
@@ -173,6 +178,47 @@ class _Connection:
     def _mark_gone(self, why: str) -> None:
         with self._lock:
             self._gone = self._gone or why
+
+    def _died_during(self, name: str, why: str) -> ToolFailure:
+        """The failure of a call that found the server dead (in the call or since the last one: the SDK
+        cannot tell): it is gone, or (with restarts left) started again, and the call is not made
+        again here (it may have done part of its work)."""
+        self._mark_gone(why)
+        said = f"MCP server {self.label!r} stopped: {self._gone}{self._stderr_note()}"
+        if not self._revive():
+            return ToolFailure(self._gone_text(name))
+        return ToolFailure(f"{said}. It was started again (restart {self.restarted} of {self._restarts}); {name} did "
+                           "not finish and may have done part of its work: check before you call it again")  # fmt: skip
+
+    def _revive(self) -> bool:
+        """Start a dead server again while restarts are left; True once it serves (or another thread
+        already started it again)."""
+        with self._reviving:
+            if self._gone is None:
+                return True
+            if self._closed or self.restarted >= self._restarts:
+                return False
+            self.restarted += 1
+            why, held = self._gone, self._held
+            if held is not None and not held.done():  # the old client's task ends before the new one starts
+                if self._stop is not None:
+                    self._portal.call(self._stop.set)
+                with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError, Exception):
+                    held.result(timeout=_GRACE)
+            if self.log is not None and not self.log.closed:
+                self.log.write(f"[shapeloop: {self.label} stopped ({why}); started again, {self.restarted} of "
+                               f"{self._restarts}]\n")  # fmt: skip
+            self._client, self._stop = None, None
+            try:
+                self.open(self._connect_timeout)
+            except ServerUnavailable as exc:  # one that cannot start is not tried again
+                self._restarts = self.restarted
+                with self._lock:
+                    self._gone, self._told = f"{why}; started again, it failed: {exc}", False
+                return False
+            with self._lock:
+                self._gone, self._told = None, False
+            return True
 
     def _gone_text(self, name: str) -> str:
         """What a call of a dead server's tool reads: the first names the server, why it stopped and
@@ -220,6 +266,7 @@ class _Connection:
             with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
                 held.result(timeout=DEFAULT_CONNECT_TIMEOUT)
         self._client = None
+        self._closed = True
         self._mark_gone("its tools were closed")
         with self._lock:
             self._told = True  # a call after close needs no account of a crash
@@ -254,6 +301,11 @@ class MCPTools:
         return {c.label: c.gone for c in self._connections if c.gone is not None}
 
     @property
+    def restarted(self) -> dict[str, int]:
+        """The servers started again after they died, by name, with how many times."""
+        return {c.label: c.restarted for c in self._connections if c.restarted}
+
+    @property
     def logs(self) -> dict[str, str]:
         """The file that holds each stdio server's stderr, by server name."""
         return {c.label: c.log_path for c in self._connections if c.log_path is not None}
@@ -268,6 +320,7 @@ def mcp_tools(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     log_dir: str | os.PathLike[str] | None = None,
+    restarts: int = 0,
 ) -> MCPTools:
     """Connect to MCP servers and return their tools, ready for ``run_agent`` or a ``Conversation``.
 
@@ -278,17 +331,23 @@ def mcp_tools(
         call_timeout: seconds one call may take before it is ``ERROR: ... gave no result``.
         log_dir: the folder for the stdio servers' stderr logs (default: ``shapeloop-mcp`` in the
             system's temporary folder).
+        restarts: how many times each server that dies is started again (within ``connect_timeout``)
+            before its tools answer that it is gone. A call the server died in is not made again: it
+            fails with a note that the server was started again and the call may have done part of
+            its work, and the next call runs on the new server.
 
     Raises:
         ServerUnavailable: a server could not start or be reached (the others are stopped again).
-        UsageError: no server, a timeout that is not positive, or two tools of the same name (give
-            one server a ``prefix``).
+        UsageError: no server, a timeout that is not positive, ``restarts`` below 0, or two tools of
+            the same name (give one server a ``prefix``).
     """
     if not servers:
         raise UsageError("mcp_tools needs at least one server: a command line, a URL or a server object")
     for what, seconds in (("connect_timeout", connect_timeout), ("call_timeout", call_timeout)):
         if not seconds > 0:
             raise UsageError(f"{what} must be more than 0 seconds, not {seconds!r}")
+    if not isinstance(restarts, int) or isinstance(restarts, bool) or restarts < 0:
+        raise UsageError(f"restarts must be a whole number, 0 or more, not {restarts!r}")
     specs = [as_server(s) for s in servers]
     try:
         import anyio.from_thread
@@ -301,7 +360,8 @@ def mcp_tools(
         tools: dict[str, MCPTool] = {}
         connections = []
         for spec in specs:
-            connection = _Connection(spec, portal, call_timeout=call_timeout, log_dir=folder)
+            connection = _Connection(spec, portal, call_timeout=call_timeout, log_dir=folder,
+                                     connect_timeout=connect_timeout, restarts=restarts)  # fmt: skip
             stack.callback(connection.close)
             connections.append(connection)
             for remote in connection.open(connect_timeout):
