@@ -10,12 +10,12 @@ import os
 import stat
 import sys
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shapeloop import __version__, backends, models, policies
+from shapeloop import __version__, backends, cli_mcp, models, policies
 from shapeloop.agent import run_agent
 from shapeloop.brain import Brain, ScriptedBrain
 from shapeloop.errors import ShapeloopError, UsageError
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     actions = served.add_subparsers(required=True, metavar="ACTION")
     listed = actions.add_parser("list", help="start an MCP server and print its tools with their annotations")
     listed.add_argument("server", help='the server: a command line ("mcp-server-time") or an http(s):// URL')
-    listed.set_defaults(command=_cmd_mcp_list)
+    listed.set_defaults(command=cli_mcp.cmd_list)
     return parser
 
 
@@ -132,22 +132,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     gate.add_argument("--no-approve", dest="approve", action="store_false", help="deny acting tools without asking")
     parser.add_argument("--write", action="store_true", help="also offer append_note (an acting tool)")
     parser.add_argument("--transcript", metavar="FILE", help="write the transcript here as JSON Lines")
-    parser.add_argument(
-        "--mcp",
-        action="append",
-        metavar="COMMAND",
-        help='also offer the tools of the MCP server this command line starts ("mcp-server-time"; repeatable)',
-    )
-    parser.add_argument(
-        "--mcp-http", action="append", metavar="URL", help="also offer the tools of the MCP server at this URL"
-    )
-    parser.add_argument(
-        "--mcp-config", metavar="FILE", help='the MCP servers of a JSON file in Claude Desktop\'s "mcpServers" format'
-    )
-    parser.add_argument(
-        "--mcp-restarts", type=int, default=0, metavar="N",
-        help="start an MCP server that dies again, up to N times (default 0: its tools then say it is gone)",
-    )  # fmt: skip
+    cli_mcp.add_options(parser)
     parser.add_argument("--script", metavar="FILE", help=argparse.SUPPRESS)  # JSON list of replies, for tests
 
 
@@ -157,7 +142,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     output_schema = _output_schema(args.output_schema)
     tools = workspace_tools(args.root, write=args.write)
     sink = None if args.json else ConsoleSink()
-    with _served(args, tools) as served, closing(_load_brain(args)) as brain:
+    with cli_mcp.served(args, tools) as served, closing(_load_brain(args)) as brain:
         tools = [*tools, *served]
         settings = _settings(args, tools, on_event=sink, output_type=output_schema)
         run = run_agent(brain, tools, args.task, settings=settings, transcript_path=args.transcript)
@@ -215,7 +200,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     if _refused(_problems(args)):
         return EXIT_USAGE
     tools = workspace_tools(args.root, write=args.write)
-    with _served(args, tools) as served, closing(_load_brain(args)) as brain:
+    with cli_mcp.served(args, tools) as served, closing(_load_brain(args)) as brain:
         return _chat(args, brain, [*tools, *served])
 
 
@@ -248,100 +233,6 @@ def _chat(args: argparse.Namespace, brain: Brain, tools: list[Tool]) -> int:
             for marker in turn.cuts:
                 _say(printable(marker))
             _print_answer(printable(turn.answer or "") if turn.ok else f"(no answer: {printable(turn.run.reason)})")
-
-
-def _mcp_specs(args: argparse.Namespace) -> list[Any]:
-    """The MCP servers ``--mcp``, ``--mcp-http`` and ``--mcp-config`` name, read without starting any.
-
-    Raises:
-        UsageError: a command line that does not split, a URL without http(s)://, a configuration
-            that cannot be read or is not of the ``mcpServers`` shape.
-    """
-    from shapeloop import mcp
-
-    specs: list[Any] = []
-    for line in args.mcp or ():
-        try:
-            specs.append(mcp.StdioServer.parse(line))
-        except ValueError as exc:
-            raise UsageError(f"--mcp {line!r}: {exc}") from exc
-    for url in args.mcp_http or ():
-        if not url.strip().lower().startswith(("http://", "https://")):
-            raise UsageError(f"--mcp-http {url!r} is not a URL: write it as http://127.0.0.1:8000/mcp")
-        specs.append(mcp.HttpServer(url=url.strip()))
-    if args.mcp_config is not None:
-        try:
-            with open(args.mcp_config, encoding="utf-8") as handle:
-                config = json_decoder(Limits()).decode(handle.read())
-        except OSError as exc:
-            raise UsageError(f"cannot read --mcp-config {args.mcp_config}: {exc.strerror or exc}") from exc
-        except (ValueError, RecursionError) as exc:  # not UTF-8 or not JSON
-            raise UsageError(f"--mcp-config {args.mcp_config} is not JSON: {exc}") from exc
-        try:
-            specs += mcp.servers_from_config(config)
-        except ValueError as exc:
-            raise UsageError(f"--mcp-config {args.mcp_config}: {exc}") from exc
-    return specs
-
-
-def _mcp_problems(args: argparse.Namespace) -> list[str]:
-    """Why the MCP options cannot work, found before any server starts or model loads."""
-    if not (args.mcp or args.mcp_http or args.mcp_config is not None):
-        return []
-    if importlib.util.find_spec("mcp") is None:
-        return ["--mcp, --mcp-http and --mcp-config need the 'mcp' extra: pip install 'shapeloop[mcp]'"]
-    if args.mcp_restarts < 0:
-        return [f"--mcp-restarts must be 0 or more, not {args.mcp_restarts}"]
-    try:
-        _mcp_specs(args)
-    except UsageError as exc:
-        return [str(exc)]
-    return []
-
-
-@contextmanager
-def _served(args: argparse.Namespace, tools: Sequence[Tool]) -> Iterator[list[Tool]]:
-    """The tools of the MCP servers the options name, started before the model loads and stopped after."""
-    if not (args.mcp or args.mcp_http or args.mcp_config is not None):
-        yield []
-        return
-    from shapeloop.mcp import mcp_tools
-
-    taken = {t.name for t in tools}
-    with mcp_tools(*_mcp_specs(args), restarts=args.mcp_restarts) as found:
-        for made in found:
-            if made.name in taken:
-                raise UsageError(
-                    f"MCP server {made.server!r} has a tool named {made.name!r}, as the workspace has: give the server "
-                    'a prefix in an --mcp-config file ("prefix": "mcp_")'
-                )
-        yield list(found)
-
-
-def _approval_notes(tools: Sequence[Tool]) -> dict[str, str]:
-    """What each MCP server claims of its tools, by tool name, for the approval question."""
-    if importlib.util.find_spec("mcp") is None:
-        return {}
-    from shapeloop.mcp import MCPTool
-
-    return {t.name: t.approval_note() for t in tools if isinstance(t, MCPTool)}
-
-
-def _cmd_mcp_list(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("mcp") is None:
-        raise UsageError("shapeloop mcp needs the 'mcp' extra: pip install 'shapeloop[mcp]'")
-    from shapeloop import mcp
-
-    try:
-        spec = mcp.as_server(args.server)
-    except ValueError as exc:
-        raise UsageError(f"{args.server!r}: {exc}") from exc
-    with mcp.mcp_tools(spec) as found:
-        print(f"{printable(spec.label)}: {len(found)} tool{'' if len(found) == 1 else 's'}")
-        for made in found:
-            print(f"  {printable(made.signature())}  [{mcp.hint_words(made)}]")
-            print(f"      {printable(made.description)}")
-    return EXIT_OK
 
 
 def _settings(args: argparse.Namespace, tools: Sequence[Tool], **fields: Any) -> RunSettings:
@@ -390,7 +281,7 @@ def _problems(args: argparse.Namespace, *, task: str | None = None) -> list[str]
             problems.append(str(exc))
     if args.transcript is not None:
         problems += _transcript_problems(args.transcript)
-    problems += _mcp_problems(args)
+    problems += cli_mcp.problems(args)
     if not problems and not args.script:  # the backend once the inputs are right: one line per bad input
         problems += _backend_problems(args)
     return [" ".join(printable(p).split()) for p in problems]
@@ -500,7 +391,7 @@ def _approver(choice: bool | None, tools: Sequence[Tool] = ()) -> Approver:
         return lambda call: "denied by --no-approve"
     if not sys.stdin.isatty():
         return lambda call: "no terminal to ask for approval; rerun with --approve to allow it"
-    notes = _approval_notes(tools)
+    notes = cli_mcp.approval_notes(tools)
     return lambda call: _ask_terminal(call, notes.get(call.tool))
 
 
