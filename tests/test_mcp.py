@@ -321,8 +321,34 @@ def test_a_server_that_dies_in_a_call_is_started_again_while_restarts_last(tmp_p
         assert "MCP server 'dier' stopped: Connection closed" in last.text and "are gone" in last.text
         assert box.run(ToolCall(tool="echo", args={"text": "x"})).text.startswith("ERROR: MCP server 'dier' is gone")
         log = Path(tools.logs["dier"]).read_text().splitlines()
-        assert log[:3] == ["ready", "dying now", "[shapeloop: dier stopped (Connection closed); started again, 1 of 1]"]
+        assert log[:3] == ["ready", "dying now", "[shapeloop: dier stopped (Connection closed); starting it again]"]
         assert log[3:] == ["ready", "dying now"]
+
+
+def test_closing_while_a_call_runs_starts_nothing_again() -> None:
+    made = MCPServer("slowpoke")
+
+    @made.tool()
+    async def nap(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "slept"
+
+    tools = mcp_tools(made, restarts=1)
+    said: list[str] = []
+
+    def call() -> None:
+        said.append(Toolbox(tools, approve=lambda call: True).run(ToolCall(tool="nap", args={"seconds": 30})).text)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.5)
+    closer = threading.Thread(target=tools.close)  # hung for good when the call's failure restarted the server
+    closer.start()
+    closer.join(timeout=15)
+    caller.join(timeout=15)
+    assert not closer.is_alive() and not caller.is_alive()
+    assert said and "started again" not in said[0] and ("are gone" in said[0] or "is gone" in said[0]), said
+    assert tools.restarted == {}
 
 
 def test_a_server_that_died_between_calls_is_started_again_at_the_next_call(tmp_path: Path) -> None:
