@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import difflib
 import os
 import re
 import stat
 import weakref
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
+from shapeloop import _guess as guess
 from shapeloop.errors import OutsideWorkspace, ToolFailure
 from shapeloop.search import search as search_text
 from shapeloop.text import escape_surrogates
@@ -33,8 +33,6 @@ from shapeloop.tools import Tool, tool
 _SNIFF_BYTES = 8192
 _MAX_LISTED = 200
 # after a path that does not exist: files with a similar name, else the workspace's files
-_MAX_HINTS = 8
-_MAX_LISTED_HINT = 30
 _MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit
 MAX_DEPTH = 32
 """The most names a path may have (``a/b/c.txt`` has 3): a model that loops cannot grow a tree without end."""
@@ -216,57 +214,15 @@ class Workspace:
         return f"appended {len(payload)} bytes to {shown}"
 
     def _near(self, path: str) -> str:
-        """What to try instead of a path that does not exist: files of that name (or a name like it)
-        elsewhere in the workspace, else the workspace's files, so the model's next call can be right."""
         files = self._files()
-        if files is None:
-            return "; use list_files to see what is there"
-        wanted = _stem(path)
-        by_stem: dict[str, builtins.list[str]] = {}
-        for line in files:
-            by_stem.setdefault(_stem(line), []).append(line)
-        close = difflib.get_close_matches(wanted, by_stem, n=3, cutoff=0.75) if wanted else []
-        similar = [line for stem in close for line in by_stem[stem]][:_MAX_HINTS]
-        if similar:
-            return f"; did you mean {' or '.join(repr(line) for line in similar)}?"
-        if not files:
-            return "; the workspace has no files"
-        more = f" and {len(files) - _MAX_LISTED_HINT} more" if len(files) > _MAX_LISTED_HINT else ""
-        return f"; the workspace has: {', '.join(files[:_MAX_LISTED_HINT])}{more}"
+        return "; use list_files to see what is there" if files is None else guess.near(path, files)
 
     def _twin(self, path: str) -> str | None:
-        """The one file a missing path can only mean: the same path in other case, else the only file
-        of that name (in any case) in the workspace; None when there is no such file or several.
-        Never the path itself: a name the listing can only show escaped does not open as shown."""
         files = self._files()
-        if files is None:
-            return None
-        files = [f for f in files if f != path]
-        wanted = re.sub(r"^(?:\./)+", "", path.strip()).casefold()
-        if not wanted:
-            return None
-        for match in ([f for f in files if f.casefold() == wanted],
-                      [f for f in files if f.rsplit("/", 1)[-1].casefold() == wanted.rsplit("/", 1)[-1]]):  # fmt: skip
-            if len(match) == 1:
-                return match[0]
-            if match:
-                return None
-        return None
+        return None if files is None else guess.twin(path, files)
 
     def _namesake(self, path: str) -> str | None:
-        """The one file whose name shares a word with a missing path's name: a small model guesses
-        ``notes/secret_word.txt`` for ``data/secret.txt``, then repeats the guess whatever the error
-        lists. A word that several of the workspace's file names hold (``draft``, ``datei``) ties the
-        guess to none of them, in any language. None when no file or several do."""
-        files = [f for f in self._files() or [] if f != path]
-        wanted = _name_words(path)
-        if not files or not wanted:
-            return None
-        words = {line: _name_words(line) for line in files}
-        held = Counter(word for found in words.values() for word in found)
-        telling = {word for word in wanted if held[word] == 1}
-        sharing = [line for line in files if telling & words[line]]
-        return sharing[0] if len(sharing) == 1 else None
+        return guess.namesake(path, self._files() or [])
 
     def _files(self) -> builtins.list[str] | None:
         """The workspace's files (as ``list_files`` shows them, folders and notes left out), or None."""
@@ -474,18 +430,6 @@ def _lines(text: str) -> str:
     count them; a last line without one counts)."""
     count = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     return "1 line" if count == 1 else f"{count} lines"
-
-
-def _stem(path: str) -> str:
-    """A path's file name without its extension, case-folded: what a model misremembers least."""
-    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return (name.rsplit(".", 1)[0] if "." in name[1:] else name).casefold()
-
-
-def _name_words(path: str) -> set[str]:
-    """The words of a path's file name (without its extension), letters and digits of any script, three
-    or more."""
-    return {word for word in re.findall(r"[^\W_]+", _stem(path)) if len(word) >= 3}
 
 
 class _NotFound(ToolFailure):
