@@ -405,3 +405,82 @@ def test_hold_values_counts_a_result_that_came_back_with_the_failure_in_one_step
     held = _held(brain.asked[1].schema, "buy", "symbol")
     assert held is not None and held[0] == "ZETA" and "ZC" not in held, held
     assert [e.step for e in _events(run)] == [2]
+
+
+def _trading() -> list[Any]:
+    @tool(read_only=True)
+    def list_stocks() -> str:
+        """The stocks one can trade."""
+        return '{"stock_list": ["AAPL", "NVDA"], "orders": [12446]}'
+
+    @tool
+    def place_order(symbol: str, order_type: str, amount: int) -> str:
+        """Place an order."""
+        if symbol not in ("AAPL", "NVDA"):
+            raise ValueError(f"Invalid stock symbol: {symbol}")
+        return '{"order_id": 12446}'
+
+    @tool
+    def cancel_order(order_id: int) -> str:
+        """Cancel an order by its id."""
+        if order_id != 12446:
+            raise ValueError(f"Order with ID {order_id} not found.")
+        return "cancelled"
+
+    return [list_stocks, place_order, cancel_order]
+
+
+def test_a_conversation_s_later_request_reads_the_earlier_requests_calls() -> None:
+    from shapeloop import Conversation
+    from shapeloop.policies import Policy, RunView, StepShape
+
+    seen: list[tuple[str, ...]] = []
+
+    class Spy(Policy):
+        def shape_step(self, view: RunView) -> StepShape | None:
+            seen.append(tuple(f"{o.call.tool}:{o.status.value}:{o.text}" for o in view.earlier))
+            return None
+
+    brain = ScriptedBrain([call_step("list_stocks"), lean_answer("two"), lean_answer("ok")])
+    with Conversation(brain, _trading(), policies=[Spy()]) as talk:
+        talk.ask("Which stocks?")
+        talk.ask("Thanks")
+    assert seen == [(), (), ('list_stocks:ok:{"stock_list": ["AAPL", "NVDA"], "orders": [12446]}',)]
+
+
+def test_hold_values_holds_to_what_an_earlier_request_s_results_gave_and_may_make_the_next_step_call() -> None:
+    """The value failed is the one the error names (two arguments were unproven); the values held
+    come from the earlier request; with must_call the step after the failure may not answer."""
+    from shapeloop import Conversation
+
+    brain = ScriptedBrain([
+        call_step("list_stocks"), lean_answer("AAPL and NVDA"),
+        call_step("place_order", symbol="AMD", order_type="Buy", amount=50),
+        call_step("place_order", symbol="NVDA", order_type="Buy", amount=50), lean_answer("bought"),
+    ])  # fmt: skip
+    with Conversation(brain, _trading(), policies=[HoldValues(must_call=True)]) as talk:
+        talk.ask("Which stocks can I trade?")
+        turn = talk.ask("Buy 50 shares of the one that makes GPUs")
+    assert turn.answer == "bought"
+    held = _held(brain.asked[3].schema, "place_order", "symbol")
+    assert held is not None and held[:2] == ["AAPL", "NVDA"] and "AMD" not in held, held
+    assert not _can_answer(brain.asked[3].schema), "the first held step may only call"
+    assert _can_answer(brain.asked[4].schema)
+    assert _held(brain.asked[3].schema, "place_order", "order_type") is None
+
+
+def test_hold_values_holds_a_whole_number_to_the_numbers_results_gave_and_trusts_the_user_s_numbers() -> None:
+    from shapeloop import Conversation
+
+    brain = ScriptedBrain([
+        call_step("list_stocks"), lean_answer("ok"),
+        call_step("cancel_order", order_id=1), call_step("cancel_order", order_id=12446), lean_answer("done"),
+    ])  # fmt: skip
+    with Conversation(brain, _trading(), policies=[HoldValues()]) as talk:
+        talk.ask("List the stocks")
+        talk.ask("Cancel my order")
+    assert _held(brain.asked[3].schema, "cancel_order", "order_id") == [12446], "a number written as a number"
+    # an amount the user wrote is theirs, not a suspect: the symbol the error names is
+    brain = ScriptedBrain([call_step("place_order", symbol="ZZ", order_type="Buy", amount=5), lean_answer("no")])
+    run = run_agent(brain, _trading(), "Buy 5 shares of ZZ", policies=[HoldValues()])
+    assert run.interventions == {}, "nothing came back to hold the symbol to"

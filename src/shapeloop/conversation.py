@@ -51,6 +51,8 @@ from shapeloop.history import DEFAULT_HISTORY_CHARS as DEFAULT_HISTORY_CHARS  # 
 from shapeloop.history import DEFAULT_TURN_ROOM as DEFAULT_TURN_ROOM
 from shapeloop.history import History, HistoryBudget, crashed_request, interruption, settled, window_budget
 from shapeloop.history import WindowTooSmall as WindowTooSmall
+from shapeloop.policies.base import CallOutcome
+from shapeloop.policies.seam import outcomes_of
 from shapeloop.run import AgentRun, StopReason, Transcript
 from shapeloop.settings import RunSettings, settings_of
 from shapeloop.tokens import MESSAGE_TOKENS as MESSAGE_TOKENS
@@ -58,6 +60,9 @@ from shapeloop.tokens import TokenCounter as TokenCounter
 from shapeloop.tokens import estimate_tokens as estimate_tokens
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.turn import Turn as Turn
+
+EARLIER_CALLS = 200
+"""The most calls of earlier requests a request's policies read (:attr:`~shapeloop.policies.RunView.earlier`)."""
 
 
 class Conversation:
@@ -173,6 +178,7 @@ class Conversation:
         seen: list[Event] = []
         try:
             run = run_agent(self.brain, self.tools, request, settings=self.settings, history=earlier,
+                            earlier_calls=self._earlier_calls(),
                             on_event=(seen.append, *self.settings.sinks))  # fmt: skip
         except BaseException as exc:
             self._crashed(request, bool(earlier), seen, exc)
@@ -191,6 +197,11 @@ class Conversation:
             unwritten, self._unwritten = self._unwritten, None
             raise unwritten
         return turn
+
+    def _earlier_calls(self) -> tuple[CallOutcome, ...]:
+        """The earlier requests' calls and results, the latest :data:`EARLIER_CALLS` of them, for the
+        policies (:attr:`~shapeloop.policies.RunView.earlier`)."""
+        return tuple(o for turn in self.turns for o in outcomes_of(turn.run.events))[-EARLIER_CALLS:]
 
     def _crashed(self, request: str, continued: bool, seen: list[Event], exc: BaseException) -> None:
         """A request whose run raised: the request, its events and the error in the log; the request

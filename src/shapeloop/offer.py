@@ -3,7 +3,8 @@ call, and whether it may answer, each built once for each distinct offer."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,11 +29,20 @@ def held(tool: Tool, hold: Hold) -> Tool:
         if not isinstance(spec, dict):
             continue
         admits = jsonschema.Draft202012Validator(spec).is_valid
-        admitted = [v for v in values if admits(v)]
+        admitted = list(dict.fromkeys(typed for v in values if (typed := _typed(v, admits)) is not None))
         if admitted and "pattern" not in spec:  # a pattern is the tool's to judge, within its time bound
             properties[argument] = {**spec, "enum": admitted}
             changed = True
     return replace(tool, parameters={**tool.parameters, "properties": properties}) if changed else tool
+
+
+def _typed(value: str, admits: Callable[[Any], bool]) -> Any:
+    """``value`` as the argument's schema takes it: the string, else the whole number it writes
+    (``"12446"`` for an integer argument), else None."""
+    if admits(value):
+        return value
+    number = int(value) if re.fullmatch(r"-?\d{1,18}", value) else None
+    return number if number is not None and admits(number) else None
 
 
 @dataclass(kw_only=True)

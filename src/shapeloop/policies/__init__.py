@@ -29,6 +29,7 @@ from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.preset import ModelPreset
 from shapeloop.policies.repeat import AnswerAfterRepeat
+from shapeloop.policies.seam import outcomes_of
 from shapeloop.policies.state import StateLine
 from shapeloop.policies.tool_cut import ToolCut
 
@@ -117,5 +118,6 @@ __all__ = [
     "StepShape",
     "ToolCut",
     "available",
+    "outcomes_of",
     "resolve",
 ]

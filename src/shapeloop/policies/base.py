@@ -61,6 +61,8 @@ class RunView:
         tools: the tools the run offers (after ``allow_tools`` / ``deny_tools``), in order.
         messages: the conversation so far, system prompt first.
         calls: every call made so far with its outcome, oldest first.
+        earlier: the calls of a conversation's earlier requests, oldest first (empty for a run of
+            its own): what their results gave may be what this request's calls need.
         step: the step about to be asked (``shape_step``) or being handled (the other hooks).
         max_steps: the run's step limit.
         logprobs: the brain's log-probability scorer, where it declares one (``needs={"logprobs"}``).
@@ -74,6 +76,7 @@ class RunView:
     tools: tuple[Tool, ...]
     messages: tuple[Message, ...]
     calls: tuple[CallOutcome, ...]
+    earlier: tuple[CallOutcome, ...] = ()
     step: int
     max_steps: int
     logprobs: LogProbs | None = None

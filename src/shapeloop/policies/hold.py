@@ -42,7 +42,7 @@ import copy
 import json
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 
@@ -98,10 +98,12 @@ class HoldValues(Policy):
             user's); more would make the schema the model reads long.
     """
 
-    def __init__(self, *, max_values: int = 60) -> None:
+    def __init__(self, *, max_values: int = 60, must_call: bool = False) -> None:
         if not isinstance(max_values, int) or isinstance(max_values, bool) or max_values < 1:
             raise ValueError(f"max_values must be a whole number, 1 or more, not {max_values!r}")
         self.max_values = max_values
+        self.must_call = must_call
+        self._pushed: tuple[str, str, str, int] | None = None  # the suspect whose first held step had to call
         self._strings: dict[str, frozenset[str]] = {}
         # (tool, argument, failed value, the first outcome of the failure's step: results from there on count)
         self._suspect: tuple[str, str, str, int] | None = None
@@ -112,8 +114,8 @@ class HoldValues(Policy):
         """A fresh copy that knows which arguments of each tool take strings."""
         del task
         fresh = copy.copy(self)
-        fresh._strings = {t.name: _string_arguments(t) for t in tools}
-        fresh._suspect, fresh._seen, fresh._held = None, 0, ()
+        fresh._strings = {t.name: _held_arguments(t) for t in tools}
+        fresh._suspect, fresh._seen, fresh._held, fresh._pushed = None, 0, (), None
         return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
@@ -123,9 +125,9 @@ class HoldValues(Policy):
         if self._suspect is None:
             return None
         tool, argument, failed, since = self._suspect
-        if not any(o.status is ToolStatus.OK for o in view.calls[since:]):
-            return None  # nothing has come back with the failure or since: the plain loop's feedback stands
-        results = [o for o in view.calls if o.status is ToolStatus.OK]
+        if not any(o.status is ToolStatus.OK for o in (*view.earlier, *view.calls[since:])):
+            return None  # nothing has come back, earlier or since: the plain loop's feedback stands
+        results = [o for o in (*view.earlier, *view.calls) if o.status is ToolStatus.OK]
         given = list(dict.fromkeys(v for o in reversed(results) for v in result_values(o.text) if v != failed))
         said = [v for v in user_values(view.task) if v != failed and v not in given]
         room = self.max_values - min(len(said), self.max_values // 2)  # half kept for the user's values
@@ -136,7 +138,9 @@ class HoldValues(Policy):
         shown = ", ".join(values[:8]) + (", ..." if len(values) > 8 else "")
         reason = f"{tool} failed with {argument}={failed!r}: its {argument} is held to the {len(values)} values seen"
         note = f"{tool} failed with {argument}={failed!r}. Values seen: {shown}"
-        return StepShape(reason=reason, note=note, hold={tool: {argument: self._held}})
+        first, self._pushed = self._pushed != self._suspect, self._suspect
+        answer: Literal["may", "never"] = "never" if self.must_call and first else "may"
+        return StepShape(reason=reason, note=note, hold={tool: {argument: self._held}}, answer=answer)
 
     def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
         """Where the reply was not constrained: refuse the held tool called with a value not held
@@ -165,12 +169,20 @@ class HoldValues(Policy):
 
     def _suspected(self, view: RunView, index: int) -> tuple[str, str, str, int] | None:
         call = view.calls[index].call
-        earlier = [o.text for o in view.calls[:index] if o.status is ToolStatus.OK]
+        earlier = [o.text for o in (*view.earlier, *view.calls[:index]) if o.status is ToolStatus.OK]
+        # a number is proven whole (1 is not in 12446), by a result or by the user's own words
+        numbers = {v for text in earlier for v in result_values(text)} | set(user_values(view.task))
         unproven = [
-            (name, value) for name, value in call.args.items()
-            if name in self._strings.get(call.tool, ()) and isinstance(value, str) and value
-            and not any(value in text for text in earlier)
+            (name, value if isinstance(value, str) else str(value)) for name, value in call.args.items()
+            if name in self._strings.get(call.tool, ()) and (
+                (isinstance(value, str) and value and not any(value in text for text in earlier))
+                or (isinstance(value, int) and not isinstance(value, bool) and str(value) not in numbers)
+            )
         ]  # fmt: skip
+        if len(unproven) > 1:  # the one the error names (as a whole: "a" is not in "account"), if only one
+            error = view.calls[index].text
+            unproven = [(name, value) for name, value in unproven
+                        if re.search(rf"(?<!\w){re.escape(value)}(?!\w)", error)]  # fmt: skip
         if len(unproven) != 1:
             return None
         name, value = unproven[0]
@@ -178,12 +190,15 @@ class HoldValues(Policy):
         return call.tool, name, value, next(i for i, o in enumerate(view.calls) if o.step == step)
 
 
-def _string_arguments(tool: Tool) -> frozenset[str]:
-    """The tool's top-level arguments that take a plain string: a string schema that admits any short
-    text (an ``enum``, ``const`` or ``pattern`` of its own says what it takes, and is left alone)."""
+def _held_arguments(tool: Tool) -> frozenset[str]:
+    """The tool's top-level arguments that take a plain string or a whole number: a string schema
+    that admits any short text, an integer one with no values of its own (an ``enum``, ``const`` or
+    ``pattern`` says what it takes, and is left alone)."""
     properties = tool.parameters.get("properties") or {}
     return frozenset(
         name for name, spec in properties.items()
-        if isinstance(spec, dict) and spec.get("type") == "string"
-        and all(map(jsonschema.Draft202012Validator(spec).is_valid, _PROBES))
+        if isinstance(spec, dict) and (
+            (spec.get("type") == "string" and all(map(jsonschema.Draft202012Validator(spec).is_valid, _PROBES)))
+            or (spec.get("type") == "integer" and not {"enum", "const"} & set(spec))
+        )
     )  # fmt: skip

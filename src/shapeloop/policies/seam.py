@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shapeloop.brain import Brain, Message
-from shapeloop.events import Event, PolicyIntervened
+from shapeloop.events import Event, PolicyIntervened, ToolReturned
 from shapeloop.offer import Hold
 from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape, one_by_one
 from shapeloop.toolbox import ToolStatus
@@ -35,6 +35,15 @@ class Shape:
     documented: bool = False  # every tool documented, though fewer are offered (every shape that cut asked)
 
 
+def outcomes_of(events: Iterable[Event]) -> tuple[CallOutcome, ...]:
+    """The calls a run made and what came back, as its policies read them, from its events: a later
+    request's ``earlier_calls`` (:attr:`~shapeloop.policies.RunView.earlier`)."""
+    return tuple(
+        CallOutcome(call=e.call, status=e.status, text=e.text, repeats=e.repeats, step=e.step)
+        for e in events if isinstance(e, ToolReturned)
+    )  # fmt: skip
+
+
 @dataclass(kw_only=True)
 class PolicySet:
     """The policies of one run, each a per-run instance from :meth:`Policy.for_run`."""
@@ -44,10 +53,12 @@ class PolicySet:
     task: str
     tools: tuple[Tool, ...]
     outcomes: list[CallOutcome] = field(default_factory=list)
+    earlier: tuple[CallOutcome, ...] = ()  # a conversation's earlier requests' calls
     preset: tuple[str, ...] = ()  # the names a ModelPreset added, for the event at the start
 
     @classmethod
-    def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain) -> PolicySet:
+    def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain,
+              earlier: Sequence[CallOutcome] = ()) -> PolicySet:  # fmt: skip
         """The per-run instances of ``policies``, less those whose needs the brain does not declare;
         a :class:`~shapeloop.policies.ModelPreset` becomes the policies the brain's model declares
         (:attr:`~shapeloop.Capabilities.preset`), less those the run names already."""
@@ -60,7 +71,8 @@ class PolicySet:
                 missing.append((policy, lacking))
             else:
                 active.append(policy.for_run(task, tools))
-        return cls(active=active, missing=missing, task=task, tools=tuple(tools), preset=preset)
+        return cls(active=active, missing=missing, task=task, tools=tuple(tools), earlier=tuple(earlier),
+                   preset=preset)  # fmt: skip
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -99,7 +111,7 @@ class PolicySet:
         many: Any = getattr(brain, "continuations_logprobs", None) if scorer is not None else None
         return RunView(
             task=self.task, tools=self.tools, messages=tuple(dict(m) for m in messages),  # type: ignore[misc]
-            calls=tuple(self.outcomes), step=step, max_steps=max_steps, logprobs=scorer,
+            calls=tuple(self.outcomes), earlier=self.earlier, step=step, max_steps=max_steps, logprobs=scorer,
             logprobs_many=many if callable(many) else one_by_one(scorer) if callable(scorer) else None,
             calibration=declared.calibration,
         )  # fmt: skip
