@@ -484,3 +484,23 @@ def test_hold_values_holds_a_whole_number_to_the_numbers_results_gave_and_trusts
     brain = ScriptedBrain([call_step("place_order", symbol="ZZ", order_type="Buy", amount=5), lean_answer("no")])
     run = run_agent(brain, _trading(), "Buy 5 shares of ZZ", policies=[HoldValues()])
     assert run.interventions == {}, "nothing came back to hold the symbol to"
+
+
+def test_a_resumed_conversation_s_policies_read_the_calls_its_log_recorded(tmp_path: Any) -> None:
+    from shapeloop import Conversation
+    from shapeloop.policies import Policy, RunView, StepShape
+
+    seen: list[tuple[str, ...]] = []
+
+    class Spy(Policy):
+        def shape_step(self, view: RunView) -> StepShape | None:
+            seen.append(tuple(f"{o.call.tool}:{o.status.value}" for o in view.earlier))
+            return None
+
+    path = tmp_path / "talk.jsonl"
+    with Conversation(ScriptedBrain([call_step("cancel_order", order_id=3), lean_answer("no")]), _trading(),
+                      policies=(), transcript_path=path) as talk:  # fmt: skip
+        talk.ask("Cancel order 3")
+    with Conversation.resume(path, ScriptedBrain([lean_answer("ok")]), _trading(), policies=[Spy()]) as again:
+        again.ask("And now?")
+    assert seen == [("cancel_order:error",)]

@@ -39,6 +39,7 @@ from shapeloop.conversation_log import (
     RequestEntry,
     TurnEntry,
     log_lines,
+    logged_outcomes,
     own_entries,
     read_entries,
     rebuilt_turn,
@@ -201,7 +202,9 @@ class Conversation:
     def _earlier_calls(self) -> tuple[CallOutcome, ...]:
         """The earlier requests' calls and results, the latest :data:`EARLIER_CALLS` of them, for the
         policies (:attr:`~shapeloop.policies.RunView.earlier`)."""
-        return tuple(o for turn in self.turns for o in outcomes_of(turn.run.events))[-EARLIER_CALLS:]
+        found = [o for turn in self.turns  # a turn rebuilt from a log has its entries, not its events
+                 for o in outcomes_of(turn.run.events) or logged_outcomes(turn.run.transcript.entries)]  # fmt: skip
+        return tuple(found[-EARLIER_CALLS:])
 
     def _crashed(self, request: str, continued: bool, seen: list[Event], exc: BaseException) -> None:
         """A request whose run raised: the request, its events and the error in the log; the request

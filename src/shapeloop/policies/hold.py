@@ -7,17 +7,24 @@ Corp")``, is told it failed, looks the symbol up, and makes its failed call agai
 it the right value in words was measured and changed nothing (``LookupHint``'s history); this policy
 takes the wrong copy out of the model's reach instead, in the step's schema.
 
-When a call fails, its *suspect* is the one plain string argument (one whose schema admits any short
-text: no ``enum``, ``const`` or ``pattern`` of its own) whose value no earlier result held (a value from a result is
-trusted; where two or more arguments are unproven, none is suspected, and the policy stays out). From
-the first result that came back with the failure (another call of the same step: a model that writes
-a lookup and the call that needs its value in one step reads both results at once) or after it,
-until the model calls that tool again, each step holds that
-argument of that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: the strings a
-result has given in the run, latest first (the strings and numbers of a JSON result, the lines and
-then the words of a text one, none over 80 characters), and the user's own values (each quoted part of the request and
-each word, the punctuation around it taken off), less the value that failed; at most
-``max_values``, half of them kept for the user's. A later failure that names no suspect leaves the
+When a call fails, its *suspect* is the one plain argument (a string whose schema admits any short
+text, or a whole number, with no ``enum``, ``const`` or ``pattern`` of its own) whose value no earlier
+result held: a value from a result is trusted, and so is a number the user wrote; a number counts as
+a whole (``1`` is not in ``12446``). Where two or more arguments are unproven, the suspect is the one
+whose value the error names as a whole word, if only one; else none is suspected, and the policy
+stays out. Earlier results are this request's and, in a :class:`~shapeloop.Conversation`, the
+earlier requests' (:attr:`~shapeloop.policies.RunView.earlier`): on BFCL's multi-turn entries the id
+a call needs was most often given a request before (an order placed, a flight booked). From the
+first result that came back with the failure (another call of the same step: a model that writes a
+lookup and the call that needs its value in one step reads both results at once) or after it, or
+at once where earlier requests gave results, until the model calls that tool again, each step holds
+that argument of that tool (:attr:`~shapeloop.policies.StepShape.hold`) to the values seen: the
+values results have given, this request's latest first, then the earlier requests' (the strings and
+numbers of a JSON result, the lines and then the words of a text one, none over 80 characters; a
+whole-number argument takes those that write a number), and the user's own values (each quoted part
+of the request and each word, the punctuation around it taken off), less the value that failed; at
+most ``max_values``, half of them kept for the user's. With ``must_call`` the first held step may
+only call (a model otherwise answers with the error). A later failure that names no suspect leaves the
 hold as it is. The other tools, the tool's other arguments and the answer stay open. Where the reply
 is not constrained (prose, native calls), a call of the held tool with another value is refused
 (:meth:`HoldValues.check_call`), the values named, unless the value is written in the request (and
@@ -96,6 +103,8 @@ class HoldValues(Policy):
     Args:
         max_values: at most this many values are held (the most recent results' first, then the
             user's); more would make the schema the model reads long.
+        must_call: the first step that holds a failed argument may only call (a tool; the failed one
+            with a value held, or any other), not answer.
     """
 
     def __init__(self, *, max_values: int = 60, must_call: bool = False) -> None:
