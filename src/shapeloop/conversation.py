@@ -52,8 +52,7 @@ from shapeloop.history import DEFAULT_HISTORY_CHARS as DEFAULT_HISTORY_CHARS  # 
 from shapeloop.history import DEFAULT_TURN_ROOM as DEFAULT_TURN_ROOM
 from shapeloop.history import History, HistoryBudget, crashed_request, interruption, settled, window_budget
 from shapeloop.history import WindowTooSmall as WindowTooSmall
-from shapeloop.policies.base import CallOutcome
-from shapeloop.policies.seam import outcomes_of
+from shapeloop.policies.base import CallOutcome, outcomes_of
 from shapeloop.run import AgentRun, StopReason, Transcript
 from shapeloop.settings import RunSettings, settings_of
 from shapeloop.tokens import MESSAGE_TOKENS as MESSAGE_TOKENS

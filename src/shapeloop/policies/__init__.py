@@ -22,6 +22,7 @@ from shapeloop.policies.base import (
     Refusal,
     RunView,
     StepShape,
+    outcomes_of,
 )
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.hold import HoldValues
@@ -29,7 +30,6 @@ from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.preset import ModelPreset
 from shapeloop.policies.repeat import AnswerAfterRepeat
-from shapeloop.policies.seam import outcomes_of
 from shapeloop.policies.state import StateLine
 from shapeloop.policies.tool_cut import ToolCut
 

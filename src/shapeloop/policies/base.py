@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from shapeloop.brain import Message
+from shapeloop.events import Event, ToolReturned
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
@@ -50,6 +51,15 @@ class CallOutcome:
     text: str
     repeats: int = 0
     step: int = 0  # the step that made the call: the calls of one step came back together
+
+
+def outcomes_of(events: Iterable[Event]) -> tuple[CallOutcome, ...]:
+    """The calls a run made and what came back, as its policies read them, from its events: a later
+    request's ``earlier_calls`` (:attr:`~shapeloop.policies.RunView.earlier`)."""
+    return tuple(
+        CallOutcome(call=e.call, status=e.status, text=e.text, repeats=e.repeats, step=e.step)
+        for e in events if isinstance(e, ToolReturned)
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

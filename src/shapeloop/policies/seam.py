@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shapeloop.brain import Brain, Message
-from shapeloop.events import Event, PolicyIntervened, ToolReturned
+from shapeloop.events import Event, PolicyIntervened
 from shapeloop.offer import Hold
 from shapeloop.policies.base import CallOutcome, Objection, Policy, Refusal, RunView, StepShape, one_by_one
 from shapeloop.toolbox import ToolStatus
@@ -33,15 +33,6 @@ class Shape:
     margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
     hold: Hold = ()  # (tool, argument, the values it may take)
     documented: bool = False  # every tool documented, though fewer are offered (every shape that cut asked)
-
-
-def outcomes_of(events: Iterable[Event]) -> tuple[CallOutcome, ...]:
-    """The calls a run made and what came back, as its policies read them, from its events: a later
-    request's ``earlier_calls`` (:attr:`~shapeloop.policies.RunView.earlier`)."""
-    return tuple(
-        CallOutcome(call=e.call, status=e.status, text=e.text, repeats=e.repeats, step=e.step)
-        for e in events if isinstance(e, ToolReturned)
-    )  # fmt: skip
 
 
 @dataclass(kw_only=True)
