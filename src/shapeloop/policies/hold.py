@@ -24,7 +24,8 @@ numbers of a JSON result, the lines and then the words of a text one, none over 
 whole-number argument takes those that write a number), and the user's own values (each quoted part
 of the request and each word, the punctuation around it taken off), less the value that failed; at
 most ``max_values``, half of them kept for the user's. With ``must_call`` the first held step may
-only call (a model otherwise answers with the error). A later failure that names no suspect leaves the
+only call, once a run (a model otherwise answers with the error; made to call at every failure, it
+called until the run's last step). A later failure that names no suspect leaves the
 hold as it is. The other tools, the tool's other arguments and the answer stay open. Where the reply
 is not constrained (prose, native calls), a call of the held tool with another value is refused
 (:meth:`HoldValues.check_call`), the values named, unless the value is written in the request (and
@@ -103,8 +104,8 @@ class HoldValues(Policy):
     Args:
         max_values: at most this many values are held (the most recent results' first, then the
             user's); more would make the schema the model reads long.
-        must_call: the first step that holds a failed argument may only call (a tool; the failed one
-            with a value held, or any other), not answer.
+        must_call: the first step of a run that holds a failed argument may only call (a tool; the
+            failed one with a value held, or any other), not answer.
     """
 
     def __init__(self, *, max_values: int = 60, must_call: bool = False) -> None:
@@ -112,7 +113,7 @@ class HoldValues(Policy):
             raise ValueError(f"max_values must be a whole number, 1 or more, not {max_values!r}")
         self.max_values = max_values
         self.must_call = must_call
-        self._pushed: tuple[str, str, str, int] | None = None  # the suspect whose first held step had to call
+        self._pushed = False  # whether a held step of this run has had to call (one does, at most)
         self._strings: dict[str, frozenset[str]] = {}
         # (tool, argument, failed value, the first outcome of the failure's step: results from there on count)
         self._suspect: tuple[str, str, str, int] | None = None
@@ -124,7 +125,7 @@ class HoldValues(Policy):
         del task
         fresh = copy.copy(self)
         fresh._strings = {t.name: _held_arguments(t) for t in tools}
-        fresh._suspect, fresh._seen, fresh._held, fresh._pushed = None, 0, (), None
+        fresh._suspect, fresh._seen, fresh._held, fresh._pushed = None, 0, (), False
         return fresh
 
     def shape_step(self, view: RunView) -> StepShape | None:
@@ -147,8 +148,8 @@ class HoldValues(Policy):
         shown = ", ".join(values[:8]) + (", ..." if len(values) > 8 else "")
         reason = f"{tool} failed with {argument}={failed!r}: its {argument} is held to the {len(values)} values seen"
         note = f"{tool} failed with {argument}={failed!r}. Values seen: {shown}"
-        first, self._pushed = self._pushed != self._suspect, self._suspect
-        answer: Literal["may", "never"] = "never" if self.must_call and first else "may"
+        answer: Literal["may", "never"] = "never" if self.must_call and not self._pushed else "may"
+        self._pushed |= answer == "never"
         return StepShape(reason=reason, note=note, hold={tool: {argument: self._held}}, answer=answer)
 
     def check_call(self, view: RunView, call: ToolCall) -> Refusal | None:
