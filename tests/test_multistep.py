@@ -504,3 +504,19 @@ def test_a_resumed_conversation_s_policies_read_the_calls_its_log_recorded(tmp_p
     with Conversation.resume(path, ScriptedBrain([lean_answer("ok")]), _trading(), policies=[Spy()]) as again:
         again.ask("And now?")
     assert seen == [("cancel_order:error",)]
+
+
+def test_hold_values_does_not_act_where_no_result_gave_a_number_for_a_whole_number_argument() -> None:
+    from shapeloop import Conversation
+
+    brain = ScriptedBrain([
+        call_step("list_stocks"), lean_answer("ok"),
+        call_step("cancel_order", order_id=77), lean_answer("not found"),
+    ])  # fmt: skip
+    tools = _trading()
+    tools[0] = tool(read_only=True)(lambda: '{"stock_list": ["AAPL", "NVDA"]}')  # no number anywhere
+    tools[0] = dataclasses.replace(tools[0], name="list_stocks")
+    with Conversation(brain, tools, policies=[HoldValues(must_call=True)]) as talk:
+        talk.ask("List the stocks")
+        turn = talk.ask("Cancel my order")
+    assert turn.answer == "not found" and turn.run.interventions == {}, "nothing to hold an id to: no step made to call"

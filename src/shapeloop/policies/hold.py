@@ -60,6 +60,7 @@ from shapeloop.tools import Tool, ToolCall
 
 _QUOTED = re.compile(r"""(?:^|(?<=\W))(["'`])(.+?)\1(?=\W|$)|“(.+?)”|«(.+?)»|「(.+?)」|『(.+?)』|„(.+?)“""")
 _PROBES = ("q", "\u2063zq7")  # any short text: a schema that refuses one of them constrains its values
+_NUMBER = re.compile(r"-?\d{1,18}")
 _EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’„「」『』。、，；：！？（）【】"
 
 
@@ -114,7 +115,7 @@ class HoldValues(Policy):
         self.max_values = max_values
         self.must_call = must_call
         self._pushed = False  # whether a held step of this run has had to call (one does, at most)
-        self._strings: dict[str, frozenset[str]] = {}
+        self._strings: dict[str, dict[str, str]] = {}  # by tool: the arguments held, with their types
         # (tool, argument, failed value, the first outcome of the failure's step: results from there on count)
         self._suspect: tuple[str, str, str, int] | None = None
         self._seen = 0
@@ -138,8 +139,10 @@ class HoldValues(Policy):
         if not any(o.status is ToolStatus.OK for o in (*view.earlier, *view.calls[since:])):
             return None  # nothing has come back, earlier or since: the plain loop's feedback stands
         results = [o for o in (*view.earlier, *view.calls) if o.status is ToolStatus.OK]
-        given = list(dict.fromkeys(v for o in reversed(results) for v in result_values(o.text) if v != failed))
-        said = [v for v in user_values(view.task) if v != failed and v not in given]
+        fits = _NUMBER.fullmatch if self._strings[tool][argument] == "integer" else bool  # a number takes numbers
+        found = (v for o in reversed(results) for v in result_values(o.text))
+        given = list(dict.fromkeys(v for v in found if v != failed and fits(v)))
+        said = [v for v in user_values(view.task) if v != failed and v not in given and fits(v)]
         room = self.max_values - min(len(said), self.max_values // 2)  # half kept for the user's values
         values = [*given[:room], *said][: self.max_values]
         if not values:
@@ -200,15 +203,15 @@ class HoldValues(Policy):
         return call.tool, name, value, next(i for i, o in enumerate(view.calls) if o.step == step)
 
 
-def _held_arguments(tool: Tool) -> frozenset[str]:
-    """The tool's top-level arguments that take a plain string or a whole number: a string schema
-    that admits any short text, an integer one with no values of its own (an ``enum``, ``const`` or
-    ``pattern`` says what it takes, and is left alone)."""
+def _held_arguments(tool: Tool) -> dict[str, str]:
+    """The tool's top-level arguments that take a plain string or a whole number, with that type: a
+    string schema that admits any short text, an integer one with no values of its own (an ``enum``,
+    ``const`` or ``pattern`` says what it takes, and is left alone)."""
     properties = tool.parameters.get("properties") or {}
-    return frozenset(
-        name for name, spec in properties.items()
+    return {
+        name: spec["type"] for name, spec in properties.items()
         if isinstance(spec, dict) and (
             (spec.get("type") == "string" and all(map(jsonschema.Draft202012Validator(spec).is_valid, _PROBES)))
             or (spec.get("type") == "integer" and not {"enum", "const"} & set(spec))
         )
-    )  # fmt: skip
+    }  # fmt: skip
