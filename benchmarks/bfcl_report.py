@@ -98,8 +98,10 @@ def _turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge(folder: Path = RECORDS) -> Path:
-    """Build ``bfcl.json`` beside ``folder`` (``measurements/bfcl.json``) from every record under it:
-    summaries per ``tune`` and ``report`` sample, and again per ``screen`` (a part of the tune sample)."""
+    """Build ``<folder>.json`` beside ``folder`` (``measurements/bfcl.json`` for the default records)
+    from every record under it: summaries per ``tune`` and ``report`` sample, and again per ``screen``
+    (a part of the tune sample). Records kept elsewhere (``--out measurements/bfcl-x``) make their own
+    ``bfcl-x.json``, never the headline one."""
     records = latest(read_records(folder))
     samples = {n: {c: set(v) for c, v in bfcl_data.sample(n).items()} for n in ("tune", "report")}
     tune_ids = {c: [bfcl_data.items(c)[i].id for i in v] for c, v in bfcl_data.sample("tune").items()}
@@ -109,8 +111,8 @@ def merge(folder: Path = RECORDS) -> Path:
     screen = {c: set(v) for c, v in bfcl_data.sample("screen").items()}
     on_screen = [r for r in records if r["index"] in screen.get(r["category"], set())]
     summaries = summarise(records, samples) + summarise(on_screen, {"screen": screen})
-    chart([s for s in summaries if s["split"] != "screen"], folder.parent / "bfcl.png")
-    return write("bfcl", {
+    chart([s for s in summaries if s["split"] != "screen"], folder.parent / f"{folder.name}.png")
+    return write(folder.name, {
         "benchmark": "bfcl", "bfcl": {"package": BFCL_WHEEL.package, "version": BFCL_WHEEL.version,
                                       "sha256": BFCL_WHEEL.sha256},
         "models": [model_info(m) for m in models], "records_folder": str(folder.relative_to(MEASUREMENTS.parent))

@@ -419,6 +419,13 @@ def test_records_are_appended_resume_skips_them_and_merge_summarises(
     # The chart is drawn where matplotlib (the bench extra) is installed, and only there.
     has_matplotlib = importlib.util.find_spec("matplotlib") is not None
     assert (tmp_path / "bfcl.png").is_file() == has_matplotlib
+    # records kept in another folder (a variant's) make their own summary, never the headline one
+    headline = (tmp_path / "bfcl.json").read_text()
+    shutil.copytree(out, tmp_path / "bfcl-variant")
+    from benchmarks.bfcl_report import merge
+
+    assert merge(tmp_path / "bfcl-variant") == tmp_path / "bfcl-variant.json"
+    assert (tmp_path / "bfcl.json").read_text() == headline
 
 
 def test_the_native_column_names_functions_without_dots_and_is_scored_as_bfcl_maps_them() -> None:
