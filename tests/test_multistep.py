@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
-from helpers import call_step, calls_step, lean_answer
-from shapeloop import Capabilities, SchemaSupport, ScriptedBrain, run_agent, tool
-from shapeloop.events import CallRefused, PolicyIntervened, ToolCalled
+from helpers import call_step, lean_answer
+from shapeloop import Capabilities, ScriptedBrain, run_agent, tool
+from shapeloop.events import PolicyIntervened
 from shapeloop.models import CATALOGUE
 from shapeloop.policies import (
     DEFAULT,
     AnswerAfterRepeat,
-    HoldValues,
     LookAfterFailure,
     LookFirst,
     LookupHint,
@@ -24,7 +23,6 @@ from shapeloop.policies import (
     StateLine,
     resolve,
 )
-from shapeloop.policies.hold import result_values, user_values
 
 FOLDERS = {"/": ["docs", "notes.txt"], "/docs": ["plan.md"]}
 PRICES = {"ZETA": "150.75", "MSFT": "410.10"}
@@ -119,10 +117,10 @@ def test_the_plain_loop_and_a_list_of_ones_own_take_no_preset() -> None:
 
 
 def test_a_policy_taken_out_by_name_stays_out_of_the_model_s_preset_and_the_preset_can_go() -> None:
-    declares = Capabilities(preset=("look-first", "hold-values"))
+    declares = Capabilities(preset=("look-first", "answer-after-repeat"))
     run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
                     policies=resolve("default,-look-first"))  # fmt: skip
-    assert run.policies == ("hold-values",)
+    assert run.policies == ("answer-after-repeat",)
     run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
                     policies=resolve("default,-model-preset"))  # fmt: skip
     assert run.policies == ()
@@ -229,26 +227,7 @@ def test_state_line_shows_a_failed_read_as_an_error_and_goes_on() -> None:
     assert brain.asked[0].messages[-1]["content"] == "status() -> ERROR: RuntimeError: sensor offline"
 
 
-# --- values that come from results (item 3)
-
-
-def test_hold_values_holds_the_failed_argument_to_the_values_a_result_gave() -> None:
-    brain = ScriptedBrain([
-        call_step("buy", symbol="Zeta Corp", amount=5), call_step("symbol_of", company="Zeta Corp"),
-        call_step("buy", symbol="ZETA", amount=5), lean_answer("bought"),
-    ])  # fmt: skip
-    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp", policies=[HoldValues()])
-    assert run.answer == "bought"
-    assert _held(brain.asked[1].schema, "buy", "symbol") is None, "nothing is held before a result comes back"
-    held = _held(brain.asked[2].schema, "buy", "symbol")
-    assert held is not None and held[:2] == ["ZETA", "NYSE"], "the results' values first, the latest result's first"
-    assert "Zeta Corp" not in held, "the value the tool refused is held out"
-    assert {"Buy", "shares"} <= set(held), "the user's own words stay in reach"
-    assert _held(brain.asked[2].schema, "symbol_of", "company") is None, "another tool is unchanged"
-    assert _held(brain.asked[3].schema, "buy", "symbol") is None, "the hold ends once the tool is called"
-    calls = [e.call.args for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
-    assert calls[-1] == {"symbol": "ZETA", "amount": 5}, "a value a result gave is accepted"
-    assert [e.step for e in _events(run)] == [3] and "symbol='Zeta Corp'" in _events(run)[0].reason
+# --- an argument held to values (StepShape.hold), and what a conversation's earlier requests gave
 
 
 def test_a_hold_keeps_the_tool_s_own_schema_and_offers_only_what_it_admits() -> None:
@@ -261,81 +240,6 @@ def test_a_hold_keeps_the_tool_s_own_schema_and_offers_only_what_it_admits() -> 
     assert spec == {"type": "string", "maxLength": 4, "description": "four letters", "enum": ["ZETA"]}
     assert held(bounded, (("code", "code", ("Zeta Corp",)),)) is bounded, "nothing admitted: nothing held"
     assert held(bounded, (("code", "other", ("x",)),)) is bounded
-
-
-def test_hold_values_offers_what_results_gave_before_the_failure_and_outlives_another_tool_s_failure() -> None:
-    @tool(read_only=True)
-    def quote(symbol: str) -> str:
-        """A stock's quote."""
-        raise ValueError("market closed")
-
-    brain = ScriptedBrain([
-        call_step("symbol_of", company="Zeta Corp"), call_step("buy", symbol="ZETA Corp", amount=1),
-        call_step("quote", symbol="ZETA"), call_step("symbol_of", company="Acme"),
-        call_step("buy", symbol="ZETA", amount=1), lean_answer("bought"),
-    ])  # fmt: skip
-    run = run_agent(brain, [symbol_of, buy, quote], "Buy one Zeta Corp", policies=[HoldValues()])
-    assert run.answer == "bought"
-    held = _held(brain.asked[4].schema, "buy", "symbol")
-    assert held is not None and "ZETA" in held and "ZETA Corp" not in held, held
-    assert _held(brain.asked[3].schema, "buy", "symbol") is None, "held only once a result came back"
-
-
-def test_hold_values_leaves_a_user_s_value_alone_where_nothing_failed() -> None:
-    brain = ScriptedBrain([call_step("buy", symbol="MSFT", amount=2), lean_answer("bought")])
-    run = run_agent(brain, [symbol_of, buy], "Buy 2 MSFT", policies=[HoldValues()])
-    assert run.answer == "bought" and run.interventions == {}, "a user's value no result contains is accepted"
-
-
-def test_hold_values_refuses_the_wrong_copy_where_the_reply_is_not_constrained() -> None:
-    prose = Capabilities(schema=SchemaSupport.NONE)
-    brain = ScriptedBrain([
-        call_step("buy", symbol="Zeta Corp", amount=5), call_step("symbol_of", company="Zeta Corp"),
-        call_step("buy", symbol="Zeta Corp", amount=5), call_step("buy", symbol="MSFT", amount=5),
-        lean_answer("bought MSFT"),
-    ], capabilities=prose)  # fmt: skip
-    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp, or MSFT", policies=[HoldValues()])
-    refused = [e for e in run.events if isinstance(e, CallRefused)]
-    assert [e.call.args["symbol"] for e in refused] == ["Zeta Corp"]
-    told = brain.asked[3].messages[-2]["content"] + brain.asked[3].messages[-1]["content"]
-    assert "give symbol one of the values the results gave: ZETA, NYSE" in told, told
-    made = [e.call.args["symbol"] for e in run.events if isinstance(e, ToolCalled) and e.call.tool == "buy"]
-    assert made == ["Zeta Corp", "MSFT"], "the failed value made again is refused; a user's other value runs"
-    assert any(e.hook == "check_call" for e in _events(run))
-
-
-def test_hold_values_suspects_nothing_where_two_arguments_are_unproven() -> None:
-    @tool
-    def transfer(source: str, target: str) -> str:
-        """Move money between accounts."""
-        raise ValueError("no such account")
-
-    brain = ScriptedBrain([
-        call_step("transfer", source="a", target="b"), call_step("symbol_of", company="Zeta"), lean_answer("no"),
-    ])  # fmt: skip
-    run = run_agent(brain, [transfer, symbol_of], "Move money from a to b", policies=[HoldValues()])
-    assert run.interventions == {}
-
-
-def test_values_are_read_from_json_and_text_results_and_the_user_s_words() -> None:
-    assert result_values('{"a": {"id": 17, "ok": true, "names": ["x", "y"], "text": "%s"}}' % ("z" * 81)) == [
-        "17", "x", "y"]  # fmt: skip
-    assert result_values("notes.txt\n\n docs \n" + "z" * 200) == ["notes.txt", "docs"]
-    hotels = "hotels in Kyoto: H-8812 Gion Garden Inn 41,800 JPY; H-2301 Kamo Inn"
-    assert result_values(hotels)[:6] == [hotels, "hotels", "in", "Kyoto", "H-8812", "Gion"], "the line, then its words"
-    assert "41,800" in result_values(hotels) and "JPY" in result_values(hotels), "no punctuation around a word"
-    assert user_values("Move 'annual report.txt' to «Neue Berichte», bitte!") == [
-        "annual report.txt",
-        "Neue Berichte",
-        "Move",
-        "annual",
-        "report.txt",
-        "to",
-        "Neue",
-        "Berichte",
-        "bitte",
-    ]
-    assert user_values("把「年度报告」移到新文件夹。") == ["年度报告", "把「年度报告」移到新文件夹"]
 
 
 def _held(schema: dict[str, Any], name: str, argument: str) -> list[str] | None:
@@ -393,20 +297,6 @@ def test_answer_after_repeat_leaves_the_run_open_after_an_objection_and_a_differ
     assert run.interventions == {"answer-after-repeat": 1}
 
 
-def test_hold_values_counts_a_result_that_came_back_with_the_failure_in_one_step() -> None:
-    """A lookup and the call that needs its value, written in one step: the lookup's result is read
-    with the failure, so the step after holds the failed argument to it."""
-    brain = ScriptedBrain([
-        calls_step(("symbol_of", {"company": "Zeta Corp"}), ("buy", {"symbol": "ZC", "amount": 5})),
-        call_step("buy", symbol="ZETA", amount=5), lean_answer("bought"),
-    ])  # fmt: skip
-    run = run_agent(brain, [symbol_of, buy], "Buy 5 shares of Zeta Corp", policies=[HoldValues()])
-    assert run.answer == "bought"
-    held = _held(brain.asked[1].schema, "buy", "symbol")
-    assert held is not None and held[0] == "ZETA" and "ZC" not in held, held
-    assert [e.step for e in _events(run)] == [2]
-
-
 def _trading() -> list[Any]:
     @tool(read_only=True)
     def list_stocks() -> str:
@@ -448,44 +338,6 @@ def test_a_conversation_s_later_request_reads_the_earlier_requests_calls() -> No
     assert seen == [(), (), ('list_stocks:ok:{"stock_list": ["AAPL", "NVDA"], "orders": [12446]}',)]
 
 
-def test_hold_values_holds_to_what_an_earlier_request_s_results_gave_and_may_make_the_next_step_call() -> None:
-    """The value failed is the one the error names (two arguments were unproven); the values held
-    come from the earlier request; with must_call the step after the failure may not answer."""
-    from shapeloop import Conversation
-
-    brain = ScriptedBrain([
-        call_step("list_stocks"), lean_answer("AAPL and NVDA"),
-        call_step("place_order", symbol="AMD", order_type="Buy", amount=50),
-        call_step("place_order", symbol="NVDA", order_type="Buy", amount=50), lean_answer("bought"),
-    ])  # fmt: skip
-    with Conversation(brain, _trading(), policies=[HoldValues(must_call=True)]) as talk:
-        talk.ask("Which stocks can I trade?")
-        turn = talk.ask("Buy 50 shares of the one that makes GPUs")
-    assert turn.answer == "bought"
-    held = _held(brain.asked[3].schema, "place_order", "symbol")
-    assert held is not None and held[:2] == ["AAPL", "NVDA"] and "AMD" not in held, held
-    assert not _can_answer(brain.asked[3].schema), "the first held step may only call"
-    assert _can_answer(brain.asked[4].schema)
-    assert _held(brain.asked[3].schema, "place_order", "order_type") is None
-
-
-def test_hold_values_holds_a_whole_number_to_the_numbers_results_gave_and_trusts_the_user_s_numbers() -> None:
-    from shapeloop import Conversation
-
-    brain = ScriptedBrain([
-        call_step("list_stocks"), lean_answer("ok"),
-        call_step("cancel_order", order_id=1), call_step("cancel_order", order_id=12446), lean_answer("done"),
-    ])  # fmt: skip
-    with Conversation(brain, _trading(), policies=[HoldValues()]) as talk:
-        talk.ask("List the stocks")
-        talk.ask("Cancel my order")
-    assert _held(brain.asked[3].schema, "cancel_order", "order_id") == [12446], "a number written as a number"
-    # an amount the user wrote is theirs, not a suspect: the symbol the error names is
-    brain = ScriptedBrain([call_step("place_order", symbol="ZZ", order_type="Buy", amount=5), lean_answer("no")])
-    run = run_agent(brain, _trading(), "Buy 5 shares of ZZ", policies=[HoldValues()])
-    assert run.interventions == {}, "nothing came back to hold the symbol to"
-
-
 def test_a_resumed_conversation_s_policies_read_the_calls_its_log_recorded(tmp_path: Any) -> None:
     from shapeloop import Conversation
     from shapeloop.policies import Policy, RunView, StepShape
@@ -506,17 +358,16 @@ def test_a_resumed_conversation_s_policies_read_the_calls_its_log_recorded(tmp_p
     assert seen == [("cancel_order:error",)]
 
 
-def test_hold_values_does_not_act_where_no_result_gave_a_number_for_a_whole_number_argument() -> None:
-    from shapeloop import Conversation
+def test_a_policy_holds_an_argument_to_values_in_the_step_s_schema_a_number_as_a_number() -> None:
+    from shapeloop.policies import Policy, RunView, StepShape
 
-    brain = ScriptedBrain([
-        call_step("list_stocks"), lean_answer("ok"),
-        call_step("cancel_order", order_id=77), lean_answer("not found"),
-    ])  # fmt: skip
-    tools = _trading()
-    tools[0] = tool(read_only=True)(lambda: '{"stock_list": ["AAPL", "NVDA"]}')  # no number anywhere
-    tools[0] = dataclasses.replace(tools[0], name="list_stocks")
-    with Conversation(brain, tools, policies=[HoldValues(must_call=True)]) as talk:
-        talk.ask("List the stocks")
-        turn = talk.ask("Cancel my order")
-    assert turn.answer == "not found" and turn.run.interventions == {}, "nothing to hold an id to: no step made to call"
+    class Hold(Policy):
+        def shape_step(self, view: RunView) -> StepShape | None:
+            return StepShape(reason="ids seen", hold={"cancel_order": {"order_id": ("12446", "x", "7")}})
+
+    brain = ScriptedBrain([call_step("cancel_order", order_id=12446), lean_answer("done")])
+    run = run_agent(brain, _trading(), "Cancel my order", policies=[Hold()])
+    assert run.answer == "done"
+    assert _held(brain.asked[0].schema, "cancel_order", "order_id") == [12446, 7], "what the integer admits"
+    assert _held(brain.asked[0].schema, "place_order", "symbol") is None, "another tool is unchanged"
+

@@ -25,7 +25,6 @@ from shapeloop.policies.base import (
     outcomes_of,
 )
 from shapeloop.policies.fit_floor import FitFloor
-from shapeloop.policies.hold import HoldValues
 from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.preset import ModelPreset
@@ -54,7 +53,6 @@ _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
         "abstain": Abstain,
         "answer-after-repeat": AnswerAfterRepeat,
         "fit-floor": FitFloor,
-        "hold-values": HoldValues,
         "look-after-failure": LookAfterFailure,
         "look-first": LookFirst,
         "lookup-hint": LookupHint,
@@ -105,7 +103,6 @@ __all__ = [
     "AnswerAfterRepeat",
     "CallOutcome",
     "FitFloor",
-    "HoldValues",
     "LookAfterFailure",
     "LookFirst",
     "LookupHint",
