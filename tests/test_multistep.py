@@ -227,7 +227,7 @@ def test_state_line_shows_a_failed_read_as_an_error_and_goes_on() -> None:
     assert brain.asked[0].messages[-1]["content"] == "status() -> ERROR: RuntimeError: sensor offline"
 
 
-# --- an argument held to values (StepShape.hold), and what a conversation's earlier requests gave
+# --- an argument held to values (StepShape.hold)
 
 
 def test_a_hold_keeps_the_tool_s_own_schema_and_offers_only_what_it_admits() -> None:
@@ -318,44 +318,6 @@ def _trading() -> list[Any]:
         return "cancelled"
 
     return [list_stocks, place_order, cancel_order]
-
-
-def test_a_conversation_s_later_request_reads_the_earlier_requests_calls() -> None:
-    from shapeloop import Conversation
-    from shapeloop.policies import Policy, RunView, StepShape
-
-    seen: list[tuple[str, ...]] = []
-
-    class Spy(Policy):
-        def shape_step(self, view: RunView) -> StepShape | None:
-            seen.append(tuple(f"{o.call.tool}:{o.status.value}:{o.text}" for o in view.earlier))
-            return None
-
-    brain = ScriptedBrain([call_step("list_stocks"), lean_answer("two"), lean_answer("ok")])
-    with Conversation(brain, _trading(), policies=[Spy()]) as talk:
-        talk.ask("Which stocks?")
-        talk.ask("Thanks")
-    assert seen == [(), (), ('list_stocks:ok:{"stock_list": ["AAPL", "NVDA"], "orders": [12446]}',)]
-
-
-def test_a_resumed_conversation_s_policies_read_the_calls_its_log_recorded(tmp_path: Any) -> None:
-    from shapeloop import Conversation
-    from shapeloop.policies import Policy, RunView, StepShape
-
-    seen: list[tuple[str, ...]] = []
-
-    class Spy(Policy):
-        def shape_step(self, view: RunView) -> StepShape | None:
-            seen.append(tuple(f"{o.call.tool}:{o.status.value}" for o in view.earlier))
-            return None
-
-    path = tmp_path / "talk.jsonl"
-    with Conversation(ScriptedBrain([call_step("cancel_order", order_id=3), lean_answer("no")]), _trading(),
-                      policies=(), transcript_path=path) as talk:  # fmt: skip
-        talk.ask("Cancel order 3")
-    with Conversation.resume(path, ScriptedBrain([lean_answer("ok")]), _trading(), policies=[Spy()]) as again:
-        again.ask("And now?")
-    assert seen == [("cancel_order:error",)]
 
 
 def test_a_policy_holds_an_argument_to_values_in_the_step_s_schema_a_number_as_a_number() -> None:

@@ -23,7 +23,6 @@ from shapeloop.guards import Budget
 from shapeloop.loop import Loop
 from shapeloop.offer import Offer
 from shapeloop.output import typed_answer
-from shapeloop.policies.base import CallOutcome
 from shapeloop.policies.seam import PolicySet
 from shapeloop.run import AgentRun, Mode, OutputT, Transcript
 from shapeloop.settings import RunSettings, settings_of
@@ -40,7 +39,6 @@ def run_agent(
     settings: RunSettings[OutputT] | None = None,
     output_type: type[OutputT] | Mapping[str, Any] | None = None,
     history: Sequence[Message] | None = None,
-    earlier_calls: Sequence[CallOutcome] = (),
     transcript_path: str | os.PathLike[str] | None = None,
     ground_ids: bool | None = None,
     ground_values: bool | None = None,
@@ -62,9 +60,6 @@ def run_agent(
             a field of the settings, named here too so that a type checker gives the run's
             ``output`` its type.
         history: messages of an earlier run to continue from (``previous.messages``).
-        earlier_calls: the calls those runs made, with their results, for the policies to read
-            (:attr:`~shapeloop.policies.RunView.earlier`; a :class:`~shapeloop.Conversation`
-            passes its own, and :func:`~shapeloop.policies.outcomes_of` reads them off a run).
         transcript_path: append the transcript here as JSON Lines, each entry flushed as it happens;
             checked before the model is asked anything. One run's file, so not a setting.
         **options: fields of :class:`~shapeloop.RunSettings`, each in place of ``settings``' own.
@@ -102,7 +97,7 @@ def run_agent(
         stuck_limit=chosen.stuck_limit, accept=chosen.accept_answer, sinks=list(chosen.sinks),
         budget=Budget(max_tokens=chosen.max_tokens, max_seconds=chosen.max_seconds), on_repeat=chosen.on_repeat,
         task=task, typed=typed, batch=chosen.batch,
-        policies=PolicySet.start(tuple(chosen.policies or ()), task, offered, brain, earlier_calls),
+        policies=PolicySet.start(tuple(chosen.policies or ()), task, offered, brain),
     )  # fmt: skip
     opening = [Message(role="system", content=offer.prompt()), *earlier]
     opening.append(Message(role="user", content=prompts.task_message(task, continued=bool(earlier))))

@@ -39,7 +39,6 @@ from shapeloop.conversation_log import (
     RequestEntry,
     TurnEntry,
     log_lines,
-    logged_outcomes,
     own_entries,
     read_entries,
     rebuilt_turn,
@@ -52,7 +51,6 @@ from shapeloop.history import DEFAULT_HISTORY_CHARS as DEFAULT_HISTORY_CHARS  # 
 from shapeloop.history import DEFAULT_TURN_ROOM as DEFAULT_TURN_ROOM
 from shapeloop.history import History, HistoryBudget, crashed_request, interruption, settled, window_budget
 from shapeloop.history import WindowTooSmall as WindowTooSmall
-from shapeloop.policies.base import CallOutcome, outcomes_of
 from shapeloop.run import AgentRun, StopReason, Transcript
 from shapeloop.settings import RunSettings, settings_of
 from shapeloop.tokens import MESSAGE_TOKENS as MESSAGE_TOKENS
@@ -60,9 +58,6 @@ from shapeloop.tokens import TokenCounter as TokenCounter
 from shapeloop.tokens import estimate_tokens as estimate_tokens
 from shapeloop.tools import Tool, ToolCall
 from shapeloop.turn import Turn as Turn
-
-EARLIER_CALLS = 200
-"""The most calls of earlier requests a request's policies read (:attr:`~shapeloop.policies.RunView.earlier`)."""
 
 
 class Conversation:
@@ -178,7 +173,6 @@ class Conversation:
         seen: list[Event] = []
         try:
             run = run_agent(self.brain, self.tools, request, settings=self.settings, history=earlier,
-                            earlier_calls=self._earlier_calls(),
                             on_event=(seen.append, *self.settings.sinks))  # fmt: skip
         except BaseException as exc:
             self._crashed(request, bool(earlier), seen, exc)
@@ -197,13 +191,6 @@ class Conversation:
             unwritten, self._unwritten = self._unwritten, None
             raise unwritten
         return turn
-
-    def _earlier_calls(self) -> tuple[CallOutcome, ...]:
-        """The earlier requests' calls and results, the latest :data:`EARLIER_CALLS` of them, for the
-        policies (:attr:`~shapeloop.policies.RunView.earlier`)."""
-        found = [o for turn in self.turns  # a turn rebuilt from a log has its entries, not its events
-                 for o in outcomes_of(turn.run.events) or logged_outcomes(turn.run.transcript.entries)]  # fmt: skip
-        return tuple(found[-EARLIER_CALLS:])
 
     def _crashed(self, request: str, continued: bool, seen: list[Event], exc: BaseException) -> None:
         """A request whose run raised: the request, its events and the error in the log; the request

@@ -21,9 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, TypeAdapter, ValidationError
 
 from shapeloop.brain import Role, Usage
-from shapeloop.policies.base import CallOutcome
 from shapeloop.run import AgentRun, Mode, StopReason, Transcript
-from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import ToolCall
 from shapeloop.turn import Turn
 
@@ -103,7 +101,6 @@ Entry = Annotated[
 ]
 _ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)
 _KINDS = ("request", "message", "event", "turn", "error", "cut")
-_STATUSES = frozenset(status.value for status in ToolStatus)
 
 
 def turn_entry(turn: Turn) -> dict[str, Any]:
@@ -142,26 +139,6 @@ def rebuilt_turn(entry: TurnEntry, own: list[dict[str, Any]]) -> Turn:
     )
     calls = tuple(ToolCall(tool=c.tool, args=c.args) for c in entry.calls)
     return Turn(request=entry.request, run=run, calls=calls, cuts=tuple(entry.cuts))
-
-
-def logged_outcomes(entries: Sequence[dict[str, Any]]) -> tuple[CallOutcome, ...]:
-    """The calls and results a rebuilt turn's entries record (its ``tool_result`` events), as the
-    policies read them (:attr:`~shapeloop.policies.RunView.earlier`); an entry of another shape is
-    passed over."""
-    found = []
-    for entry in entries:
-        if entry.get("type") != "event" or entry.get("kind") != "tool_result":
-            continue
-        call, status = entry.get("call"), entry.get("status")
-        if not isinstance(call, dict) or status not in _STATUSES or not isinstance(entry.get("text"), str):
-            continue
-        try:
-            made = ToolCall(tool=call["tool"], args=call["args"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        found.append(CallOutcome(call=made, status=ToolStatus(status), text=entry["text"],
-                                 repeats=int(entry.get("repeats") or 0), step=int(entry.get("step") or 0)))  # fmt: skip
-    return tuple(found)
 
 
 def own_entries(run: AgentRun[Any], earlier: int) -> list[dict[str, Any]]:

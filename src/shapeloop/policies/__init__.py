@@ -22,7 +22,6 @@ from shapeloop.policies.base import (
     Refusal,
     RunView,
     StepShape,
-    outcomes_of,
 )
 from shapeloop.policies.fit_floor import FitFloor
 from shapeloop.policies.look import LookAfterFailure, LookFirst
@@ -115,6 +114,5 @@ __all__ = [
     "StepShape",
     "ToolCut",
     "available",
-    "outcomes_of",
     "resolve",
 ]

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from shapeloop.brain import Message
-from shapeloop.events import Event, ToolReturned
 from shapeloop.toolbox import ToolStatus
 from shapeloop.tools import Tool, ToolCall
 
@@ -53,15 +52,6 @@ class CallOutcome:
     step: int = 0  # the step that made the call: the calls of one step came back together
 
 
-def outcomes_of(events: Iterable[Event]) -> tuple[CallOutcome, ...]:
-    """The calls a run made and what came back, as its policies read them, from its events: a later
-    request's ``earlier_calls`` (:attr:`~shapeloop.policies.RunView.earlier`)."""
-    return tuple(
-        CallOutcome(call=e.call, status=e.status, text=e.text, repeats=e.repeats, step=e.step)
-        for e in events if isinstance(e, ToolReturned)
-    )  # fmt: skip
-
-
 @dataclass(frozen=True, kw_only=True)
 class RunView:
     """What a hook may read of the run: a snapshot, never the loop's own state.
@@ -71,8 +61,6 @@ class RunView:
         tools: the tools the run offers (after ``allow_tools`` / ``deny_tools``), in order.
         messages: the conversation so far, system prompt first.
         calls: every call made so far with its outcome, oldest first.
-        earlier: the calls of a conversation's earlier requests, oldest first (empty for a run of
-            its own): what their results gave may be what this request's calls need.
         step: the step about to be asked (``shape_step``) or being handled (the other hooks).
         max_steps: the run's step limit.
         logprobs: the brain's log-probability scorer, where it declares one (``needs={"logprobs"}``).
@@ -86,7 +74,6 @@ class RunView:
     tools: tuple[Tool, ...]
     messages: tuple[Message, ...]
     calls: tuple[CallOutcome, ...]
-    earlier: tuple[CallOutcome, ...] = ()
     step: int
     max_steps: int
     logprobs: LogProbs | None = None

@@ -44,12 +44,10 @@ class PolicySet:
     task: str
     tools: tuple[Tool, ...]
     outcomes: list[CallOutcome] = field(default_factory=list)
-    earlier: tuple[CallOutcome, ...] = ()  # a conversation's earlier requests' calls
     preset: tuple[str, ...] = ()  # the names a ModelPreset added, for the event at the start
 
     @classmethod
-    def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain,
-              earlier: Sequence[CallOutcome] = ()) -> PolicySet:  # fmt: skip
+    def start(cls, policies: Sequence[Policy], task: str, tools: Sequence[Tool], brain: Brain) -> PolicySet:
         """The per-run instances of ``policies``, less those whose needs the brain does not declare;
         a :class:`~shapeloop.policies.ModelPreset` becomes the policies the brain's model declares
         (:attr:`~shapeloop.Capabilities.preset`), less those the run names already."""
@@ -62,8 +60,7 @@ class PolicySet:
                 missing.append((policy, lacking))
             else:
                 active.append(policy.for_run(task, tools))
-        return cls(active=active, missing=missing, task=task, tools=tuple(tools), earlier=tuple(earlier),
-                   preset=preset)  # fmt: skip
+        return cls(active=active, missing=missing, task=task, tools=tuple(tools), preset=preset)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -102,7 +99,7 @@ class PolicySet:
         many: Any = getattr(brain, "continuations_logprobs", None) if scorer is not None else None
         return RunView(
             task=self.task, tools=self.tools, messages=tuple(dict(m) for m in messages),  # type: ignore[misc]
-            calls=tuple(self.outcomes), earlier=self.earlier, step=step, max_steps=max_steps, logprobs=scorer,
+            calls=tuple(self.outcomes), step=step, max_steps=max_steps, logprobs=scorer,
             logprobs_many=many if callable(many) else one_by_one(scorer) if callable(scorer) else None,
             calibration=declared.calibration,
         )  # fmt: skip
