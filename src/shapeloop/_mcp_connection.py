@@ -218,8 +218,9 @@ class Connection:
                 self._gone, self._told = None, False
             return True
 
-    def _end(self, held: concurrent.futures.Future[None] | None) -> None:
-        """Stop a client's task, if it still runs, and wait a little for it."""
+    def _end(self, held: concurrent.futures.Future[None] | None, wait: float = _GRACE) -> None:
+        """Stop a client's task, if it still runs (its stop set, or cancelled before it has one), and
+        wait up to ``wait`` seconds for it."""
         if held is None or held.done():
             return
         if self._stop is not None and not self._stop.is_set():
@@ -228,7 +229,7 @@ class Connection:
         else:
             held.cancel()
         with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError, Exception):
-            held.result(timeout=_GRACE)
+            held.result(timeout=wait)
 
     def _gone_text(self, name: str) -> str:
         """What a call of a dead server's tool reads: the first names the server, why it stopped and
@@ -267,15 +268,7 @@ class Connection:
     def close(self) -> None:
         """Leave the client in the task that entered it, which stops a stdio server's process."""
         self._closed = True  # first: no restart begins after this
-        held = self._held
-        if held is not None and not held.done():
-            stop = self._stop
-            if stop is None:
-                held.cancel()
-            else:
-                self._portal.call(stop.set)
-            with suppress(concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
-                held.result(timeout=DEFAULT_CONNECT_TIMEOUT)
+        self._end(self._held, wait=DEFAULT_CONNECT_TIMEOUT)
         self._client = None
         self._mark_gone("its tools were closed")
         with self._lock:
