@@ -72,7 +72,7 @@ def specs(args: argparse.Namespace) -> list[Any]:
 
 def problems(args: argparse.Namespace) -> list[str]:
     """Why the MCP options cannot work, found before any server starts or model loads."""
-    if not (args.mcp or args.mcp_http or args.mcp_config is not None):
+    if not _named(args):
         return []
     if importlib.util.find_spec("mcp") is None:
         return ["--mcp, --mcp-http and --mcp-config need the 'mcp' extra: pip install 'shapeloop[mcp]'"]
@@ -88,7 +88,7 @@ def problems(args: argparse.Namespace) -> list[str]:
 @contextmanager
 def served(args: argparse.Namespace, tools: Sequence[Tool]) -> Iterator[list[Tool]]:
     """The tools of the MCP servers the options name, started before the model loads and stopped after."""
-    if not (args.mcp or args.mcp_http or args.mcp_config is not None):
+    if not _named(args):
         yield []
         return
     from shapeloop.mcp import mcp_tools
@@ -128,3 +128,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {printable(made.signature())}  [{mcp.hint_words(made)}]")
             print(f"      {printable(made.description)}")
     return 0
+
+
+def _named(args: argparse.Namespace) -> bool:
+    """Whether the options name any MCP server."""
+    return bool(args.mcp or args.mcp_http or args.mcp_config is not None)
