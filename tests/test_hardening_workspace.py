@@ -9,9 +9,9 @@ from pathlib import Path
 
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, run_agent, workspace_tools
+from shapeloop._confine import MAX_DEPTH
 from shapeloop.toolbox import Toolbox, ToolStatus
 from shapeloop.tools import ToolCall
-from shapeloop.workspace import MAX_DEPTH
 
 
 def folders(root: Path) -> list[str]:
