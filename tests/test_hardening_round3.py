@@ -184,7 +184,8 @@ def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
     begun = time.monotonic()
     run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", max_seconds=5, tool_timeout=1)
     took = time.monotonic() - begun
-    assert took < 1.5, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
+    # each check with its own 0.5 s would take 6 s; the bound leaves room for a loaded machine
+    assert took < 3.0, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
     fed_back = run.messages[-2]["content"]
     assert "ERROR: invalid arguments for many(" in fed_back
     assert (

@@ -1,5 +1,5 @@
-"""Issue 46's policies for multi-step work: a model's own preset, looking before acting, a state
-line read from the tools that read, and values held to what the results gave."""
+"""Issue 46's policies for multi-step work: a model's own preset, a state line read from the
+tools that read, and values held to what the results gave."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from shapeloop.models import CATALOGUE
 from shapeloop.policies import (
     DEFAULT,
     AnswerAfterRepeat,
-    LookAfterFailure,
-    LookFirst,
     LookupHint,
     ModelPreset,
     StateLine,
@@ -83,11 +81,6 @@ def _calls(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return items.get("anyOf", [items])
 
 
-def _offered(schema: dict[str, Any]) -> set[str]:
-    """The tools a calls step offers."""
-    return {v["properties"]["name"]["const"] for v in _calls(schema)}
-
-
 def _can_answer(schema: dict[str, Any]) -> bool:
     return any("answer" in v.get("properties", {}) for v in schema.get("anyOf", [schema]))
 
@@ -96,30 +89,30 @@ def _can_answer(schema: dict[str, Any]) -> bool:
 
 
 def test_the_default_adds_the_policies_the_brain_declares_for_its_model_and_says_so() -> None:
-    brain = ScriptedBrain([lean_answer("hi")], capabilities=Capabilities(preset=("look-first",)))
+    brain = ScriptedBrain([lean_answer("hi")], capabilities=Capabilities(preset=("lookup-hint",)))
     run = run_agent(brain, _desk(), "Hello")
-    assert run.policies == ("look-first",)
+    assert run.policies == ("lookup-hint",)
     added = [e for e in _events(run) if e.hook == "for_run"]
-    assert [(e.policy, e.change) for e in added] == [("look-first", "on for this model")]
+    assert [(e.policy, e.change) for e in added] == [("lookup-hint", "on for this model")]
     assert "catalogue" in added[0].reason
 
 
 def test_the_plain_loop_and_a_list_of_ones_own_take_no_preset() -> None:
-    declares = Capabilities(preset=("look-first",))
+    declares = Capabilities(preset=("lookup-hint",))
     plain = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello", policies=())
     assert plain.policies == () and _events(plain) == []
     mine = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
-                     policies=[LookupHint()])  # fmt: skip
-    assert mine.policies == ("lookup-hint",)
+                     policies=[AnswerAfterRepeat()])  # fmt: skip
+    assert mine.policies == ("answer-after-repeat",)
     both = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
-                     policies=[LookFirst(), ModelPreset()])  # fmt: skip
-    assert both.policies == ("look-first",), "a policy the run names already is not added twice"
+                     policies=[LookupHint(), ModelPreset()])  # fmt: skip
+    assert both.policies == ("lookup-hint",), "a policy the run names already is not added twice"
 
 
 def test_a_policy_taken_out_by_name_stays_out_of_the_model_s_preset_and_the_preset_can_go() -> None:
-    declares = Capabilities(preset=("look-first", "answer-after-repeat"))
+    declares = Capabilities(preset=("lookup-hint", "answer-after-repeat"))
     run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
-                    policies=resolve("default,-look-first"))  # fmt: skip
+                    policies=resolve("default,-lookup-hint"))  # fmt: skip
     assert run.policies == ("answer-after-repeat",)
     run = run_agent(ScriptedBrain([lean_answer("hi")], capabilities=declares), _desk(), "Hello",
                     policies=resolve("default,-model-preset"))  # fmt: skip
@@ -135,61 +128,6 @@ def test_a_brain_that_declares_no_preset_runs_the_default_unchanged() -> None:
 def test_every_catalogue_preset_names_policies_that_exist() -> None:
     for entry in CATALOGUE.values():
         assert len(resolve(",".join(entry.preset))) == len(entry.preset) if entry.preset else True, entry.name
-
-
-# --- looking before acting (item 2)
-
-
-def test_look_first_offers_only_the_reading_tools_at_a_request_s_first_step_then_all() -> None:
-    brain = ScriptedBrain([call_step("pwd"), call_step("mkdir", name="alex"), lean_answer("made")])
-    run = run_agent(brain, _desk(), "Make a folder alex", policies=[LookFirst()])
-    assert run.answer == "made"
-    assert _offered(brain.asked[0].schema) == {"pwd", "ls"} and not _can_answer(brain.asked[0].schema)
-    assert _offered(brain.asked[1].schema) == {"pwd", "ls", "cd", "mkdir"} and _can_answer(brain.asked[1].schema)
-    assert [(e.policy, e.step) for e in _events(run)] == [("look-first", 1)]
-    assert "ls, pwd" in _events(run)[0].reason
-
-
-def test_a_reading_step_keeps_the_plain_prompt_so_the_prompt_cache_holds() -> None:
-    plain = ScriptedBrain([call_step("pwd"), lean_answer("/")])
-    run_agent(plain, _desk(), "Where am I?", policies=())
-    looked = ScriptedBrain([call_step("pwd"), lean_answer("/")])
-    run_agent(looked, _desk(), "Where am I?", policies=[LookFirst()])
-    assert looked.asked[0].messages == plain.asked[0].messages, "every tool is documented: only the schema differs"
-    assert _offered(looked.asked[0].schema) == {"pwd", "ls"} != _offered(plain.asked[0].schema)
-
-
-def test_look_first_stays_out_where_the_tools_all_read_or_all_act() -> None:
-    readers = [t for t in _desk() if t.read_only]
-    brain = ScriptedBrain([lean_answer("ok")])
-    run = run_agent(brain, readers, "Where am I?", policies=[LookFirst()])
-    assert run.interventions == {} and _can_answer(brain.asked[0].schema)
-    actors = [t for t in _desk() if not t.read_only]
-    run = run_agent(ScriptedBrain([lean_answer("ok")]), actors, "Go", policies=[LookFirst()])
-    assert run.interventions == {}
-
-
-def test_look_after_failure_reads_after_an_acting_call_fails_and_not_after_a_read() -> None:
-    brain = ScriptedBrain([
-        call_step("cd", folder="alex"), call_step("ls"), call_step("cd", folder="docs"), lean_answer("in docs"),
-    ])  # fmt: skip
-    run = run_agent(brain, _desk(), "Go into docs", policies=[LookAfterFailure()])
-    assert run.answer == "in docs"
-    assert _offered(brain.asked[0].schema) == {"pwd", "ls", "cd", "mkdir"}, "the first step is the plain loop's"
-    assert _offered(brain.asked[1].schema) == {"pwd", "ls"} and not _can_answer(brain.asked[1].schema)
-    assert _offered(brain.asked[2].schema) == {"pwd", "ls", "cd", "mkdir"}, "one reading step a failure"
-    assert [e.step for e in _events(run)] == [2] and "cd failed" in _events(run)[0].reason
-
-
-def test_look_after_failure_ignores_a_failed_read() -> None:
-    @tool(read_only=True)
-    def cat(path: str) -> str:
-        """Show a file."""
-        raise FileNotFoundError(path)
-
-    brain = ScriptedBrain([call_step("cat", path="x"), lean_answer("no such file")])
-    run = run_agent(brain, [*_desk(), cat], "Show x", policies=[LookAfterFailure()])
-    assert run.interventions == {} and _can_answer(brain.asked[1].schema)
 
 
 # --- a state line read from the tools that read
@@ -332,4 +270,3 @@ def test_a_policy_holds_an_argument_to_values_in_the_step_s_schema_a_number_as_a
     assert run.answer == "done"
     assert _held(brain.asked[0].schema, "cancel_order", "order_id") == [12446, 7], "what the integer admits"
     assert _held(brain.asked[0].schema, "place_order", "symbol") is None, "another tool is unchanged"
-

@@ -220,8 +220,7 @@ class Loop:
     def _question(self, shape: Shape) -> Request:
         """The request for the current mode, shaped by the run's policies."""
         messages = list(self.messages)
-        documented = shape.documented and self.mode is Mode.CONSTRAINED  # elsewhere the prompt holds the offer
-        if shape.excluded and not documented and messages[0]["role"] == "system":  # only the offered ones
+        if shape.excluded and messages[0]["role"] == "system":  # only the offered tools are documented
             messages[0] = Message(role="system", content=self.offer.prompt(shape.excluded))
         if shape.note:  # read at this step only: the conversation does not keep it
             messages.append(Message(role="user", content=shape.note))

@@ -24,7 +24,6 @@ from shapeloop.policies.base import (
     StepShape,
 )
 from shapeloop.policies.fit_floor import FitFloor
-from shapeloop.policies.look import LookAfterFailure, LookFirst
 from shapeloop.policies.lookup import LookupHint
 from shapeloop.policies.preset import ModelPreset
 from shapeloop.policies.repeat import AnswerAfterRepeat
@@ -52,8 +51,6 @@ _BUILDERS: Mapping[str, Callable[[], Policy]] = MappingProxyType(
         "abstain": Abstain,
         "answer-after-repeat": AnswerAfterRepeat,
         "fit-floor": FitFloor,
-        "look-after-failure": LookAfterFailure,
-        "look-first": LookFirst,
         "lookup-hint": LookupHint,
         "tool-cut": ToolCut,
     }
@@ -102,8 +99,6 @@ __all__ = [
     "AnswerAfterRepeat",
     "CallOutcome",
     "FitFloor",
-    "LookAfterFailure",
-    "LookFirst",
     "LookupHint",
     "ModelPreset",
     "Objection",

@@ -111,10 +111,6 @@ class StepShape:
             write only those there; the tool's other arguments, and the other tools, are unchanged.
             As ``answer``, held by the schema only: the policy's ``check_call`` enforces it where the
             reply is not constrained.
-        document_all: under constrained decoding, the system prompt still documents every tool,
-            though the step offers fewer (the schema alone holds the offer): the prompt stays the
-            plain step's, so the backend's prompt cache keeps it. In prose mode, and with native
-            calls, only the offered tools are documented, as they are by default.
     """
 
     reason: str
@@ -123,7 +119,6 @@ class StepShape:
     note: str = ""
     call_margin: float | None = None
     hold: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
-    document_all: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ class ModelPreset(Policy):
     the run replaces it with them at its start, and runs nothing in its name.
 
     Args:
-        drop: names of policies left out of the model's preset (``--policies default,-look-first``).
+        drop: names of policies left out of the model's preset (``--policies default,-lookup-hint``).
     """
 
     def __init__(self, *, drop: frozenset[str] = frozenset()) -> None:

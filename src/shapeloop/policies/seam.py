@@ -32,7 +32,6 @@ class Shape:
     call_margin: float | None = None  # the decision margin asked of the brain (the largest any policy asks)
     margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
     hold: Hold = ()  # (tool, argument, the values it may take)
-    documented: bool = False  # every tool documented, though fewer are offered (every shape that cut asked)
 
 
 @dataclass(kw_only=True)
@@ -118,7 +117,6 @@ class PolicySet:
         margin: float | None = None
         margins_by = ""
         held: dict[tuple[str, str], tuple[str, ...]] = {}
-        documented = None
         for policy in self.active:
             shape = policy.shape_step(view)
             if shape is None:
@@ -127,8 +125,6 @@ class PolicySet:
                 shape = replace(shape, answer="may")
             emit(_intervened(view.step, policy, "shape_step", _described(shape, names), shape.reason))
             offered &= names if shape.tools is None else shape.tools
-            if shape.tools is not None:
-                documented = shape.document_all and documented is not False
             must |= shape.answer == "must"
             never |= shape.answer == "never"
             if shape.note:
@@ -139,7 +135,7 @@ class PolicySet:
                 for argument, values in arguments.items():
                     held.setdefault((tool, argument), tuple(values))  # the first policy's hold stands
         hold = tuple((tool, argument, values) for (tool, argument), values in held.items() if tool in names)
-        leans = Shape(call_margin=margin, margins_by=margins_by, hold=hold, documented=bool(documented))
+        leans = Shape(call_margin=margin, margins_by=margins_by, hold=hold)
         if must:
             return replace(leans, excluded=names, may_answer=True, note="\n".join(notes))
         return replace(leans, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
