@@ -10,6 +10,7 @@ import builtins
 import os
 import stat
 from collections.abc import Iterable
+from pathlib import Path
 
 from shapeloop import _guess as guess
 from shapeloop._confine import DIR_FLAGS, NotAFolder, NotFound, Root
@@ -31,7 +32,11 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Root(root)
-        self.root = self._root.path
+
+    @property
+    def root(self) -> Path:
+        """The root folder, its real path (symlinks resolved)."""
+        return self._root.path
 
     def files_under(self, path: str, *, limit: int, depth: int) -> tuple[str, builtins.list[str], bool]:
         """The folder ``path`` as the root shows it, and the files under it, recursively, as paths
