@@ -223,6 +223,11 @@ STATE_LINE = "state-line"
 writes from BFCL's file system (:func:`state_line`), through :class:`~shapeloop.policies.StateLine`.
 Help of the benchmark's own, so the headline figure is the one without it."""
 
+FIVE_FIELD = "five-field"
+"""A column word: the loop asks for the five-field step (``batch=False``: ``reason``, ``action``,
+``tool``, ``args``, ``answer``, one call a step) instead of the calls step every other column asks
+for; ``five-field`` alone is the plain loop in that shape."""
+
 
 def execute(item: Item, session: str, calls: list[str]) -> list[str]:
     """The results of BFCL call strings run on the item's API-class instances for ``session``."""
@@ -234,14 +239,16 @@ def execute(item: Item, session: str, calls: list[str]) -> list[str]:
 
 def loop_settings(column: str, state: Callable[[], str] | None = None, **fields: Any) -> RunSettings:
     """A run's settings for a column, with ``fields`` beside: ``native`` (the plain loop, native tool
-    calls where the backend has them), ``plain``, ``default`` or ``name1,name2``; :data:`STATE_LINE`
-    among the names adds a :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where
-    ``state`` is None)."""
+    calls where the backend has them), ``plain``, ``default`` or ``name1,name2``. Among the names,
+    :data:`FIVE_FIELD` asks for the five-field step, and :data:`STATE_LINE` adds a
+    :class:`~shapeloop.policies.StateLine` showing ``state()`` (none where ``state`` is None)."""
     if column == "native":
         return RunSettings(policies=resolve("plain"), mode="native", **fields)
     words = [w.strip() for w in column.split(",")]
-    rest = ",".join(w for w in words if w != STATE_LINE) or "plain"
+    rest = ",".join(w for w in words if w not in (STATE_LINE, FIVE_FIELD)) or "plain"
     extra = (StateLine(state),) if STATE_LINE in words and state is not None else ()
+    if FIVE_FIELD in words:
+        fields = {**fields, "batch": False}
     return RunSettings(policies=(*resolve(rest), *extra), **fields)
 
 

@@ -784,3 +784,22 @@ def test_the_functions_marked_read_only_are_bfcl_s_own_and_none_of_them_changes_
     acting = {"cd", "mv", "cp", "rm", "mkdir", "touch", "echo", "send_message", "place_order", "trading_login",
               "book_flight", "startEngine", "lockDoors", "fillFuelTank", "post_tweet", "create_ticket"}  # fmt: skip
     assert not READ_ONLY & acting
+
+
+def test_the_five_field_column_asks_for_one_call_a_step_and_is_scored_as_the_calls_step_is() -> None:
+    item = next(i for i in bfcl_data.items("simple_python"))
+    (name, args), = oracle_calls(item)
+
+    def five_field(request: Request) -> str:
+        if any(m["role"] == "tool" or "ERROR" in m["content"] for m in request.messages[2:]):
+            return step_answer("done")
+        return json.dumps({"reason": "r", "action": "tool", "tool": name, "args": args, "answer": ""})
+
+    shaped = ScriptedBrain(five_field)
+    record = bfcl_run.run_item(shaped, item, bfcl_run.FIVE_FIELD, max_steps=4)
+    first = shaped.asked[0].schema
+    assert first is not None and "action" in json.dumps(first) and "calls" not in first.get("properties", {})
+    assert record["valid"], record
+    calls = ScriptedBrain([step_calls([(name, args)]), step_answer("done")])
+    bfcl_run.run_item(calls, item, "plain", max_steps=4)
+    assert '"action"' not in json.dumps(calls.asked[0].schema)  # the plain column asks for the calls step
