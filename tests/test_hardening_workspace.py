@@ -7,9 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from helpers import answer_step, tool_step
 from shapeloop import ScriptedBrain, StopReason, run_agent, workspace_tools
-from shapeloop._confine import MAX_DEPTH
+from shapeloop._confine import MAX_DEPTH, HiddenPath, IsAFolder, Root
 from shapeloop.toolbox import Toolbox, ToolStatus
 from shapeloop.tools import ToolCall
 
@@ -81,3 +83,26 @@ def test_a_name_written_with_a_backslash_x_is_still_itself_where_it_exists(tmp_p
         handle.write(b"escaped")
     read = box(tmp_path).run(ToolCall(tool="read_file", args={"path": "caf\\xe9.txt"}))
     assert read.text == "literal"
+
+
+def test_the_containment_layer_refuses_in_plain_words_and_the_file_tools_add_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    root = Root(tmp_path)
+    fd, _ = root.open("docs", os.O_RDONLY)
+    try:
+        with pytest.raises(IsAFolder) as folder:
+            root.regular(fd, "docs")
+    finally:
+        os.close(fd)
+    with pytest.raises(HiddenPath) as hidden:
+        root.open(".git/config", os.O_WRONLY | os.O_CREAT, make_dirs=True, hidden=False)
+    for refusal in (str(folder.value), str(hidden.value)):  # no tool's name: Root serves any tool
+        assert not any(name in refusal for name in ("list_files", "read_file", "append_note")), refusal
+    assert not (tmp_path / ".git").exists()
+    box = Toolbox(workspace_tools(tmp_path, write=True), approve=lambda call: True)
+    read = box.run(ToolCall(tool="read_file", args={"path": "docs"}))
+    assert read.status is ToolStatus.ERROR and "'docs' is a directory; use list_files to see inside it" in read.text
+    wrote = box.run(ToolCall(tool="append_note", args={"path": "docs", "text": "x"}))
+    assert "'docs' is a directory; name a file" in wrote.text
+    hid = box.run(ToolCall(tool="append_note", args={"path": ".git/config", "text": "x"}))
+    assert "is a hidden path ('.git'); append_note does not write there" in hid.text

@@ -59,12 +59,12 @@ class Root:
         self._fd = os.open(real, DIR_FLAGS)
         weakref.finalize(self, os.close, self._fd)
 
-    def regular(self, fd: int, path: str, *, reading: bool) -> int:
-        """The size of the open file, refusing folders, FIFOs, devices and hard-linked files."""
+    def regular(self, fd: int, path: str) -> int:
+        """The size of the open file, refusing folders (:class:`IsAFolder`), FIFOs, devices and
+        hard-linked files."""
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            hint = "use list_files to see inside it" if reading else "name a file to append to"
-            raise ToolFailure(f"{path!r} is a directory; {hint}")
+            raise IsAFolder(f"{path!r} is a directory")
         if not stat.S_ISREG(info.st_mode):
             raise ToolFailure(f"{path!r} is not a regular file (a FIFO, socket or device); it is not opened")
         if info.st_nlink > 1:
@@ -76,7 +76,8 @@ class Root:
 
     def open(self, path: str, flags: int, *, make_dirs: bool = False, hidden: bool = True) -> tuple[int, str]:
         """Open ``path`` below the root without following any symlink; return the descriptor and
-        the path relative to the root. ``hidden=False`` refuses every name starting with a dot."""
+        the path relative to the root. ``hidden=False`` refuses every name starting with a dot
+        (:class:`HiddenPath`)."""
         pending: deque[str] = deque(self._parts(path))
         if not hidden:  # refused before any folder is made; a symlink's target is checked on the way
             _visible(pending, path)
@@ -223,11 +224,19 @@ class NotAFolder(ToolFailure):
     """A path with a file where a folder should be."""
 
 
+class IsAFolder(ToolFailure):
+    """A folder where a file was asked for; the tool that asked adds what to do instead."""
+
+
+class HiddenPath(ToolFailure):
+    """A hidden name (``.git``, ``.env``) in a path that ``open(..., hidden=False)`` was given."""
+
+
 def _visible(names: Iterable[str], path: str) -> None:
     """Refuse a hidden name (``.git``, ``.env``): writes there can plant code or secrets."""
     for name in names:
         if name.startswith(".") and name not in (".", ".."):
-            raise ToolFailure(f"{path!r} is a hidden path ({name!r}); append_note does not write there")
+            raise HiddenPath(f"{path!r} is a hidden path ({name!r})")
 
 
 def _as_listed(name: str, folder: int) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from shapeloop import _guess as guess
-from shapeloop._confine import DIR_FLAGS, NotAFolder, NotFound, Root
+from shapeloop._confine import DIR_FLAGS, HiddenPath, IsAFolder, NotAFolder, NotFound, Root
 from shapeloop.errors import ToolFailure
 from shapeloop.search import search as search_text
 from shapeloop.text import escape_surrogates
@@ -105,12 +105,14 @@ class Workspace:
             raise ToolFailure(f"offset must be 0 or more and length 1 or more (got offset={offset}, length={length})")
         fd, _ = self._root.open(path, os.O_RDONLY)
         try:
-            size = self._root.regular(fd, path, reading=True)
+            size = self._root.regular(fd, path)
             if offset and offset >= size:
                 raise ToolFailure(f"offset {offset} is past the end of {path!r} ({size} bytes)")
             if b"\x00" in os.pread(fd, _SNIFF_BYTES, 0):
                 raise ToolFailure(f"{path!r} is a binary file ({size} bytes); read_file reads text only")
             data = os.pread(fd, length + 3, offset)
+        except IsAFolder as exc:
+            raise ToolFailure(f"{exc}; use list_files to see inside it") from None
         finally:
             os.close(fd)
         start, stop = _char_bounds(data, length, at_start=offset == 0)
@@ -173,12 +175,17 @@ class Workspace:
             raise ToolFailure(f"the text is {len(text)} characters; one append writes at most {max_chars}: split it")
         payload = (text if text.endswith("\n") else text + "\n").encode("utf-8", errors="backslashreplace")
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        fd, shown = self._root.open(path, flags, make_dirs=True, hidden=False)
         try:
-            self._root.regular(fd, path, reading=False)
+            fd, shown = self._root.open(path, flags, make_dirs=True, hidden=False)
+        except HiddenPath as exc:
+            raise ToolFailure(f"{exc}; append_note does not write there") from None
+        try:
+            self._root.regular(fd, path)
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
+        except IsAFolder as exc:
+            raise ToolFailure(f"{exc}; name a file to append to") from None
         finally:
             os.close(fd)
         return f"appended {len(payload)} bytes to {shown}"
