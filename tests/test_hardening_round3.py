@@ -6,6 +6,7 @@ the fix and spells out what the user (or the model) reads.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -13,8 +14,11 @@ import pytest
 
 from helpers import answer_step, tool_step
 from shapeloop import Conversation, ScriptedBrain, StopReason, Tool, run_agent, tool
+from shapeloop import pattern as pattern_module
+from shapeloop import toolbox as toolbox_module
 from shapeloop.limits import Limits, schema_problem
 from shapeloop.output import typed_answer
+from shapeloop.pattern import Pattern
 from shapeloop.toolbox import Toolbox, ToolStatus
 from shapeloop.tools import ToolCall
 
@@ -178,14 +182,43 @@ def _slow_strings(count: int) -> Tool:
     )
 
 
-def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
+class _Ticking:
+    """A clock that moves 1 ms at every read: the deadlines a check is given then tell one shared
+    budget (one deadline for every check) from a budget each (a later deadline at every check),
+    whatever the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
+@pytest.fixture
+def deadlines(monkeypatch: pytest.MonkeyPatch) -> tuple[_Ticking, list[float | None]]:
+    """The pattern engine and the toolbox on one ticking clock; every pattern search records the
+    deadline it was given and runs out of time at once, as a slow pattern would."""
+    clock, given = _Ticking(), []
+
+    def search(self: Pattern, text: str, *, deadline: float | None = None) -> bool:
+        given.append(deadline)
+        raise TimeoutError(f"no verdict on {self.source!r} in time")
+
+    monkeypatch.setattr(pattern_module, "time", clock)
+    monkeypatch.setattr(toolbox_module, "time", clock)
+    monkeypatch.setattr(Pattern, "search", search)
+    return clock, given
+
+
+def test_all_string_arguments_of_a_call_share_one_pattern_budget(
+    deadlines: tuple[_Ticking, list[float | None]],
+) -> None:
+    _, given = deadlines
     strings = {f"s{i}": "a" * 1000 for i in range(12)}
     brain = ScriptedBrain([tool_step("many", **strings), answer_step("done")])
-    begun = time.monotonic()
-    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", max_seconds=5, tool_timeout=1)
-    took = time.monotonic() - begun
-    # each check with its own 0.5 s would take 6 s; the bound leaves room for a loaded machine
-    assert took < 3.0, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
+    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", tool_timeout=1)
+    assert len(given) == 12 and len(set(given)) == 1, given  # each with its own 0.5 s: 12 deadlines
     fed_back = run.messages[-2]["content"]
     assert "ERROR: invalid arguments for many(" in fed_back
     assert (
@@ -193,21 +226,26 @@ def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
     )
 
 
-def test_checking_the_arguments_counts_inside_the_tool_timeout() -> None:
+def test_checking_the_arguments_counts_inside_the_tool_timeout(deadlines: tuple[_Ticking, list[float | None]]) -> None:
+    clock, given = deadlines
     box = Toolbox([_slow_strings(12)], timeout=0.2)
-    begun = time.monotonic()
+    before = clock.now
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
-    took = time.monotonic() - begun
-    assert took < 0.45, f"the check ran {took:.2f} s under tool_timeout=0.2"
+    assert given and len(set(given)) == 1 and given[0] is not None
+    assert given[0] - before < 0.3, given[0] - before  # the call's 0.2 s, not the pattern's own 0.5 s
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
     assert "in the 0.2 s that all of its patterns share" in result.text
 
 
-def test_checking_the_arguments_counts_inside_the_runs_max_seconds() -> None:
+def test_checking_the_arguments_counts_inside_the_runs_max_seconds(
+    deadlines: tuple[_Ticking, list[float | None]],
+) -> None:
+    clock, given = deadlines
     box = Toolbox([_slow_strings(12)], timeout=None)
-    begun = time.monotonic()
+    before = clock.now
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
-    assert time.monotonic() - begun < 0.45
+    assert given and len(set(given)) == 1 and given[0] is not None
+    assert given[0] - before < 0.3, given[0] - before  # what is left of the run, not the pattern's own 0.5 s
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
 
 
@@ -240,24 +278,32 @@ def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
 
 
 class Lazy:
-    """A return value whose text takes long to make (a lazy object's ``__str__``)."""
+    """A return value whose text never comes until it is let go (a lazy object's ``__str__``)."""
+
+    def __init__(self) -> None:
+        self.let_go = threading.Event()
+        self.rendered = False
 
     def __str__(self) -> str:
-        time.sleep(3)
+        self.let_go.wait(30)
+        self.rendered = True
         return "finally"
 
 
 def test_turning_a_result_into_text_counts_inside_the_tool_timeout() -> None:
+    slow = Lazy()
+
     @tool
     def lazy() -> Any:
         """Return something lazy."""
-        return {"value": Lazy()}
+        return {"value": slow}
 
     brain = ScriptedBrain([tool_step("lazy"), answer_step("done")])
-    begun = time.monotonic()
-    run = run_agent(brain, [lazy], "t", mode="prose", tool_timeout=0.5, max_seconds=5)
-    took = time.monotonic() - begun
-    assert took < 1.5, f"rendering ran {took:.2f} s outside tool_timeout=0.5"
+    try:
+        run = run_agent(brain, [lazy], "t", mode="prose", tool_timeout=0.5, max_seconds=60)
+        assert not slow.rendered, "the run waited for the text, outside tool_timeout=0.5"
+    finally:
+        slow.let_go.set()
     assert "ERROR: lazy timed out after 0.5 s (tool_timeout); it was abandoned" in run.messages[-2]["content"]
 
 
