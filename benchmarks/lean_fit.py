@@ -1,0 +1,103 @@
+"""Abstention by two of the model's own numbers at once, read off BFCL's tune first steps: the lean
+to calling where the step chooses (``decision_gap``, which ``Abstain`` thresholds) and the fit of the
+best offered function to the request (``task_fit``, which ``FitFloor`` thresholds).
+
+    python -m benchmarks.lean_fit --model qwen2.5-coder-0.5b --category irrelevance --category multiple
+
+The plain loop's records give each first step's lean and BFCL's verdict; the fit is measured here,
+as the policy measures it, only where it can change a verdict: a first step that called with a lean
+below ``--max-gap`` (a step that answered, or called with a stronger lean, keeps its verdict under
+every rule read off). A rule answers where the lean is below ``g`` and the fit below ``f``; the file
+``measurements/lean_fit.json`` keeps every item's numbers and, per model, each (g, f)'s items gained
+(an irrelevance call turned into an answer) and lost (a right call turned into an answer), by
+category, beside the lean alone (``f`` = none). It reads numbers, not words: any language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import bfcl_data
+from benchmarks.bfcl_report import RECORDS, latest, read_records, slug
+from benchmarks.common import MEASUREMENTS, make_brain, write
+from benchmarks.suite import Progress
+from shapeloop.policies.fit_floor import task_fit
+
+ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
+GAPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+FITS = (None, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def first_steps(model: str, categories: Sequence[str] | None) -> list[tuple[bfcl_data.Item, dict[str, Any]]]:
+    """The tune items (of ``categories``, or all single-turn ones) with the plain loop's record."""
+    plain = {r["id"]: r for r in latest(read_records(RECORDS / slug(model))) if r["column"] == "plain"}
+    wanted = {c: set(ids) for c, ids in bfcl_data.sample("tune").items()
+              if c != "multi_turn_base" and (not categories or c in categories)}  # fmt: skip
+    items = [i for c, ids in wanted.items() for i in bfcl_data.items(c) if i.index in ids and i.id in plain]
+    return [(i, plain[i.id]) for i in items]
+
+
+def measure(model: str, categories: Sequence[str] | None, max_gap: float, threads: int | None) -> list[dict[str, Any]]:
+    """Each item's lean, verdict and (where it can matter) fit."""
+    chosen = first_steps(model, categories)
+    todo = [(i, r) for i, r in chosen if r["stop"] == "called" and (r.get("decision_gap") or 0.0) < max_gap
+            and r.get("decision_gap") is not None]  # fmt: skip
+    brain = make_brain("llamacpp", model, None, 8192, threads)
+    fits: dict[str, float | None] = {}
+    progress = Progress(len(todo), label=f"fits {model}")
+    try:
+        for item, _ in todo:
+            functions = [(f["name"], f.get("description", "")) for f in item.functions]
+            fits[item.id] = task_fit(brain.continuation_logprobs, item.turns[0][-1]["content"], functions,  # type: ignore[attr-defined]
+                                     many=brain.continuations_logprobs)  # type: ignore[attr-defined]  # fmt: skip
+            progress.step(item.id)
+    finally:
+        brain.close()
+    return [{"id": i.id, "category": i.category, "called": r["stop"] == "called", "gap": r.get("decision_gap"),
+             "fit": fits.get(i.id), "valid": bool(r["valid"])} for i, r in chosen]  # fmt: skip
+
+
+def read_off(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each rule's items gained and lost, by category."""
+    rows = []
+    for gap, fit in itertools.product(GAPS, FITS):
+        gained: Counter[str] = Counter()
+        lost: Counter[str] = Counter()
+        for it in items:
+            answers = it["called"] and it["gap"] is not None and it["gap"] < gap
+            answers = answers and (fit is None or (it["fit"] is not None and it["fit"] < fit))
+            if answers and it["category"] in ABSTAIN and not it["valid"]:
+                gained[it["category"]] += 1
+            elif answers and it["category"] not in ABSTAIN and it["valid"]:
+                lost[it["category"]] += 1
+        rows.append({"gap_below": gap, "fit_below": fit, "gained": sum(gained.values()), "lost": sum(lost.values()),
+                     "worst_category_loss": max(lost.values(), default=0), "gained_by": dict(gained),
+                     "lost_by": dict(lost)})  # fmt: skip
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.lean_fit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--model", action="append", required=True)
+    parser.add_argument("--category", action="append", help="a tune category (repeatable; default all single-turn)")
+    parser.add_argument("--max-gap", type=float, default=max(GAPS), help="fits are measured below this lean")
+    parser.add_argument("--threads", type=int, help="the embedded backend's CPU threads (default: every core)")
+    parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for lean_fit.json")
+    args = parser.parse_args(argv)
+    bfcl_data.load()
+    results = []
+    for model in args.model:
+        items = measure(model, args.category, args.max_gap, args.threads)
+        results.append({"model": model, "categories": args.category or "all single-turn", "max_gap": args.max_gap,
+                        "items": items, "rules": read_off(items)})  # fmt: skip
+    write("lean_fit", {"benchmark": "lean_fit", "results": results}, args.out)
+
+
+if __name__ == "__main__":
+    main()
