@@ -70,7 +70,8 @@ def test_the_headline_figures_are_the_ones_measured() -> None:
     report = {"simple_python", "multiple", "irrelevance", "live_simple"}
     columns = {"raw (one call, no loop)": "raw", "plain loop = default preset (`policies=()`)": "plain",
                "raw (one call a turn, no results seen)": "raw", "plain loop = default preset": "plain",
-               "plain loop + `lookup-hint` (opt-in)": "lookup-hint"}  # fmt: skip
+               "plain loop + `lookup-hint` (opt-in)": "lookup-hint",
+               "five-field step (`batch=False`)": "five-field"}  # fmt: skip
 
     def measured(model: str, column: str, split: str, category: str, key: str = "right") -> tuple[int, int]:
         (found,) = [s for s in summaries if (s["model"], s["column"], s["split"], s["category"])
