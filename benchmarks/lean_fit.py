@@ -3,6 +3,7 @@ to calling where the step chooses (``decision_gap``, which ``Abstain`` threshold
 best offered function to the request (``task_fit``, which ``FitFloor`` thresholds).
 
     python -m benchmarks.lean_fit --model qwen2.5-coder-0.5b --category irrelevance --category multiple
+    python -m benchmarks.lean_fit --model qwen2.5-coder-1.5b --suite measurements/suite-abstain/plain-1.5b.json
 
 The plain loop's records give each first step's lean and BFCL's verdict; the fit is measured here,
 as the policy measures it, only where it can change a verdict: a first step that called with a lean
@@ -11,12 +12,18 @@ every rule read off). A rule answers where the lean is below ``g`` and the fit b
 ``measurements/lean_fit.json`` keeps every item's numbers and, per model, each (g, f)'s items gained
 (an irrelevance call turned into an answer) and lost (a right call turned into an answer), by
 category, beside the lean alone (``f`` = none). It reads numbers, not words: any language.
+
+With ``--suite RECORDS`` (a suite run of the plain loop, ``python -m benchmarks --split tune
+--policies plain``), the same on the project's suite: a first step turned into an answer makes a task
+where no tool fits (``no_tool``, ``irrelevant``) a success and a task that needs a tool a failure
+(its first step read nothing), so a rule's tasks gained and lost are read off that run's records.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +36,7 @@ from benchmarks.suite import Progress
 from shapeloop.policies.fit_floor import task_fit
 
 ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
+SUITE_ABSTAIN = frozenset({"no_tool", "irrelevant"})  # the suite's kinds where any call fails (read as irrelevance)
 GAPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 FITS = (None, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -62,6 +70,31 @@ def measure(model: str, categories: Sequence[str] | None, max_gap: float, thread
              "fit": fits.get(i.id), "valid": bool(r["valid"])} for i, r in chosen]  # fmt: skip
 
 
+def measure_suite(model: str, records: Path, max_gap: float, threads: int | None) -> list[dict[str, Any]]:
+    """Each suite task of a plain-loop run: its first step's lean, its success, and (where it can
+    matter) its fit; ``category`` is the task's kind, ``valid`` its success."""
+    from benchmarks.__main__ import choose
+    from benchmarks.calibrate import fit_of
+
+    run = {r["task"]: r for r in json.loads(records.read_text())["records"] if r["model"] == model}
+    tasks = {t.name: t for t in choose(False, "tune") if t.name in run}
+    lean = {name: (run[name]["decision_gaps"] or [None])[0] if run[name]["first_step"] == "tool" else None
+            for name in tasks}  # fmt: skip
+    todo = [name for name, gap in lean.items() if gap is not None and gap < max_gap]
+    brain = make_brain("llamacpp", model, None, 8192, threads)
+    fits: dict[str, float | None] = {}
+    progress = Progress(len(todo), label=f"suite fits {model}")
+    try:
+        for name in todo:
+            fits[name] = fit_of(brain, tasks[name])
+            progress.step(name)
+    finally:
+        brain.close()
+    kinds = {name: "irrelevance" if run[name]["kind"] in SUITE_ABSTAIN else run[name]["kind"] for name in tasks}
+    return [{"id": name, "category": kinds[name], "called": lean[name] is not None, "gap": lean[name],
+             "fit": fits.get(name), "valid": bool(run[name]["success"])} for name in tasks]  # fmt: skip
+
+
 def read_off(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each rule's items gained and lost, by category."""
     rows = []
@@ -86,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--model", action="append", required=True)
     parser.add_argument("--category", action="append", help="a tune category (repeatable; default all single-turn)")
+    parser.add_argument("--suite", type=Path, metavar="RECORDS", help="the suite instead: a plain-loop run's file")
     parser.add_argument("--max-gap", type=float, default=max(GAPS), help="fits are measured below this lean")
     parser.add_argument("--threads", type=int, help="the embedded backend's CPU threads (default: every core)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for lean_fit.json")
@@ -93,9 +127,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     bfcl_data.load()
     results = []
     for model in args.model:
-        items = measure(model, args.category, args.max_gap, args.threads)
-        results.append({"model": model, "categories": args.category or "all single-turn", "max_gap": args.max_gap,
-                        "items": items, "rules": read_off(items)})  # fmt: skip
+        if args.suite:
+            items = measure_suite(model, args.suite, args.max_gap, args.threads)
+            source = f"the suite's tune half, the plain loop's run {args.suite}"
+        else:
+            items = measure(model, args.category, args.max_gap, args.threads)
+            source = f"BFCL's tune first steps: {', '.join(args.category or ['all single-turn'])}"
+        results.append({"model": model, "source": source, "max_gap": args.max_gap, "items": items,
+                        "rules": read_off(items)})  # fmt: skip
     write("lean_fit", {"benchmark": "lean_fit", "results": results}, args.out)
 
 
