@@ -14,11 +14,8 @@ import pytest
 
 from helpers import answer_step, tool_step
 from shapeloop import Conversation, ScriptedBrain, StopReason, Tool, run_agent, tool
-from shapeloop import pattern as pattern_module
-from shapeloop import toolbox as toolbox_module
 from shapeloop.limits import Limits, schema_problem
 from shapeloop.output import typed_answer
-from shapeloop.pattern import Pattern
 from shapeloop.toolbox import Toolbox, ToolStatus
 from shapeloop.tools import ToolCall
 
@@ -182,43 +179,14 @@ def _slow_strings(count: int) -> Tool:
     )
 
 
-class _Ticking:
-    """A clock that moves 1 ms at every read: the deadlines a check is given then tell one shared
-    budget (one deadline for every check) from a budget each (a later deadline at every check),
-    whatever the machine's speed."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        self.now += 0.001
-        return self.now
-
-
-@pytest.fixture
-def deadlines(monkeypatch: pytest.MonkeyPatch) -> tuple[_Ticking, list[float | None]]:
-    """The pattern engine and the toolbox on one ticking clock; every pattern search records the
-    deadline it was given and runs out of time at once, as a slow pattern would."""
-    clock, given = _Ticking(), []
-
-    def search(self: Pattern, text: str, *, deadline: float | None = None) -> bool:
-        given.append(deadline)
-        raise TimeoutError(f"no verdict on {self.source!r} in time")
-
-    monkeypatch.setattr(pattern_module, "time", clock)
-    monkeypatch.setattr(toolbox_module, "time", clock)
-    monkeypatch.setattr(Pattern, "search", search)
-    return clock, given
-
-
-def test_all_string_arguments_of_a_call_share_one_pattern_budget(
-    deadlines: tuple[_Ticking, list[float | None]],
-) -> None:
-    _, given = deadlines
+def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
     strings = {f"s{i}": "a" * 1000 for i in range(12)}
     brain = ScriptedBrain([tool_step("many", **strings), answer_step("done")])
-    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", tool_timeout=1)
-    assert len(given) == 12 and len(set(given)) == 1, given  # each with its own 0.5 s: 12 deadlines
+    begun = time.monotonic()
+    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", max_seconds=5, tool_timeout=1)
+    took = time.monotonic() - begun
+    # each check with its own 0.5 s would take 6 s; the bound leaves room for a loaded machine
+    assert took < 3.0, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
     fed_back = run.messages[-2]["content"]
     assert "ERROR: invalid arguments for many(" in fed_back
     assert (
@@ -226,26 +194,21 @@ def test_all_string_arguments_of_a_call_share_one_pattern_budget(
     )
 
 
-def test_checking_the_arguments_counts_inside_the_tool_timeout(deadlines: tuple[_Ticking, list[float | None]]) -> None:
-    clock, given = deadlines
+def test_checking_the_arguments_counts_inside_the_tool_timeout() -> None:
     box = Toolbox([_slow_strings(12)], timeout=0.2)
-    before = clock.now
+    begun = time.monotonic()
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
-    assert given and len(set(given)) == 1 and given[0] is not None
-    assert given[0] - before < 0.3, given[0] - before  # the call's 0.2 s, not the pattern's own 0.5 s
+    took = time.monotonic() - begun
+    assert took < 0.45, f"the check ran {took:.2f} s under tool_timeout=0.2"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
     assert "in the 0.2 s that all of its patterns share" in result.text
 
 
-def test_checking_the_arguments_counts_inside_the_runs_max_seconds(
-    deadlines: tuple[_Ticking, list[float | None]],
-) -> None:
-    clock, given = deadlines
+def test_checking_the_arguments_counts_inside_the_runs_max_seconds() -> None:
     box = Toolbox([_slow_strings(12)], timeout=None)
-    before = clock.now
+    begun = time.monotonic()
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
-    assert given and len(set(given)) == 1 and given[0] is not None
-    assert given[0] - before < 0.3, given[0] - before  # what is left of the run, not the pattern's own 0.5 s
+    assert time.monotonic() - begun < 0.45
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
 
 
