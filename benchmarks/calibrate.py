@@ -65,13 +65,26 @@ def fit_of(brain: Brain, task: AnyTask) -> float | None:
     Raises:
         UsageError: the brain cannot score text (``Capabilities.logprobs``).
     """
+    tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched
+    return _fit(brain, task.prompt, [(t.name, t.description) for t in tools])
+
+
+def bfcl_fit_of(brain: Brain, item: bfcl_data.Item) -> float | None:
+    """A BFCL item's fit, as the policy measures it: its last user message against its functions.
+
+    Raises:
+        UsageError: the brain cannot score text (``Capabilities.logprobs``).
+    """
+    functions = [(f["name"], f.get("description", "")) for f in item.functions]
+    return _fit(brain, item.turns[0][-1]["content"], functions)
+
+
+def _fit(brain: Brain, task: str, tools: Sequence[tuple[str, str]]) -> float | None:
     scores = getattr(brain, "continuation_logprobs", None)
     if not brain.capabilities.logprobs or scores is None:
         raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
                          "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
-    tools = tools_for(task, WORKSPACE)  # made, not run: the fixture is not touched
-    return task_fit(scores, task.prompt, [(t.name, t.description) for t in tools],
-                    many=getattr(brain, "continuations_logprobs", None))  # fmt: skip
+    return task_fit(scores, task, tools, many=getattr(brain, "continuations_logprobs", None))
 
 
 def measure(brain: Brain, tasks: Sequence[AnyTask], progress: Progress | None = None) -> list[dict[str, Any]]:
@@ -89,10 +102,6 @@ def bfcl_measure(brain: Brain, model: str, records_folder: Path = RECORDS, *,
                  show: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """Each single-turn tune item the plain loop has a record of: its first step there, BFCL's verdict,
     and its fit, measured as the policy measures it (the item's last user message, its functions)."""
-    scores = getattr(brain, "continuation_logprobs", None)
-    if not brain.capabilities.logprobs or scores is None:
-        raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
-                         "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
     plain = {r["id"]: r for r in latest(read_records(records_folder / slug(model)))
              if r["column"] == "plain" and r["model"] == model}  # fmt: skip
     wanted = {c: set(ids) for c, ids in bfcl_data.sample("tune").items() if c != "multi_turn_base"}
@@ -103,9 +112,7 @@ def bfcl_measure(brain: Brain, model: str, records_folder: Path = RECORDS, *,
     measured = []
     progress = Progress(len(chosen), label=f"fits {model}") if show else None
     for item in chosen:
-        task = item.turns[0][-1]["content"]
-        fit = task_fit(scores, task, [(f["name"], f.get("description", "")) for f in item.functions],
-                       many=getattr(brain, "continuations_logprobs", None))  # fmt: skip
+        fit = bfcl_fit_of(brain, item)
         record = plain[item.id]
         measured.append({"task": item.id, "kind": item.category, "fit": fit, "valid": bool(record["valid"]),
                          "first_step": "tool" if record["stop"] == "called" else "answer"})  # fmt: skip

@@ -22,18 +22,20 @@ where no tool fits (``no_tool``, ``irrelevant``) a success and a task that needs
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records, slug
+from benchmarks.calibrate import bfcl_fit_of, fit_of
 from benchmarks.common import MEASUREMENTS, make_brain, write
 from benchmarks.suite import Progress
-from shapeloop.policies.fit_floor import task_fit
+from shapeloop import Brain
 
 ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
 SUITE_ABSTAIN = frozenset({"no_tool", "irrelevant"})  # the suite's kinds where any call fails (read as irrelevance)
@@ -50,49 +52,49 @@ def first_steps(model: str, categories: Sequence[str] | None) -> list[tuple[bfcl
     return [(i, plain[i.id]) for i in items]
 
 
+def fits(model: str, threads: int | None, label: str, todo: Mapping[str, Callable[[Brain], float | None]]
+         ) -> dict[str, float | None]:  # fmt: skip
+    """Each named fit, measured on one embedded model loaded for them all."""
+    brain = make_brain("llamacpp", model, None, 8192, threads)
+    measured: dict[str, float | None] = {}
+    progress = Progress(len(todo), label=f"{label} {model}")
+    try:
+        for name, fit in todo.items():
+            measured[name] = fit(brain)
+            progress.step(name)
+    finally:
+        brain.close()
+    return measured
+
+
 def measure(model: str, categories: Sequence[str] | None, max_gap: float, threads: int | None) -> list[dict[str, Any]]:
     """Each item's lean, verdict and (where it can matter) fit."""
     chosen = first_steps(model, categories)
-    todo = [(i, r) for i, r in chosen if r["stop"] == "called" and (r.get("decision_gap") or 0.0) < max_gap
-            and r.get("decision_gap") is not None]  # fmt: skip
-    brain = make_brain("llamacpp", model, None, 8192, threads)
-    fits: dict[str, float | None] = {}
-    progress = Progress(len(todo), label=f"fits {model}")
-    try:
-        for item, _ in todo:
-            functions = [(f["name"], f.get("description", "")) for f in item.functions]
-            fits[item.id] = task_fit(brain.continuation_logprobs, item.turns[0][-1]["content"], functions,  # type: ignore[attr-defined]
-                                     many=brain.continuations_logprobs)  # type: ignore[attr-defined]  # fmt: skip
-            progress.step(item.id)
-    finally:
-        brain.close()
-    return [{"id": i.id, "category": i.category, "called": r["stop"] == "called", "gap": r.get("decision_gap"),
-             "fit": fits.get(i.id), "valid": bool(r["valid"])} for i, r in chosen]  # fmt: skip
+    lean = {i.id: r.get("decision_gap") if r["stop"] == "called" else None for i, r in chosen}
+    todo = {i.id: functools.partial(bfcl_fit_of, item=i) for i, _ in chosen if _below(lean[i.id], max_gap)}
+    measured = fits(model, threads, "fits", todo)
+    return [{"id": i.id, "category": i.category, "called": r["stop"] == "called", "gap": lean[i.id],
+             "fit": measured.get(i.id), "valid": bool(r["valid"])} for i, r in chosen]  # fmt: skip
 
 
 def measure_suite(model: str, records: Path, max_gap: float, threads: int | None) -> list[dict[str, Any]]:
     """Each suite task of a plain-loop run: its first step's lean, its success, and (where it can
     matter) its fit; ``category`` is the task's kind, ``valid`` its success."""
     from benchmarks.__main__ import choose
-    from benchmarks.calibrate import fit_of
 
     run = {r["task"]: r for r in json.loads(records.read_text())["records"] if r["model"] == model}
     tasks = {t.name: t for t in choose(False, "tune") if t.name in run}
     lean = {name: (run[name]["decision_gaps"] or [None])[0] if run[name]["first_step"] == "tool" else None
             for name in tasks}  # fmt: skip
-    todo = [name for name, gap in lean.items() if gap is not None and gap < max_gap]
-    brain = make_brain("llamacpp", model, None, 8192, threads)
-    fits: dict[str, float | None] = {}
-    progress = Progress(len(todo), label=f"suite fits {model}")
-    try:
-        for name in todo:
-            fits[name] = fit_of(brain, tasks[name])
-            progress.step(name)
-    finally:
-        brain.close()
+    todo = {name: functools.partial(fit_of, task=tasks[name]) for name in tasks if _below(lean[name], max_gap)}
+    measured = fits(model, threads, "suite fits", todo)
     kinds = {name: "irrelevance" if run[name]["kind"] in SUITE_ABSTAIN else run[name]["kind"] for name in tasks}
     return [{"id": name, "category": kinds[name], "called": lean[name] is not None, "gap": lean[name],
-             "fit": fits.get(name), "valid": bool(run[name]["success"])} for name in tasks]  # fmt: skip
+             "fit": measured.get(name), "valid": bool(run[name]["success"])} for name in tasks]  # fmt: skip
+
+
+def _below(value: float | None, bound: float) -> bool:
+    return value is not None and value < bound
 
 
 def read_off(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,8 +104,7 @@ def read_off(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         gained: Counter[str] = Counter()
         lost: Counter[str] = Counter()
         for it in items:
-            answers = it["called"] and it["gap"] is not None and it["gap"] < gap
-            answers = answers and (fit is None or (it["fit"] is not None and it["fit"] < fit))
+            answers = it["called"] and _below(it["gap"], gap) and (fit is None or _below(it["fit"], fit))
             if answers and it["category"] in ABSTAIN and not it["valid"]:
                 gained[it["category"]] += 1
             elif answers and it["category"] not in ABSTAIN and it["valid"]:
