@@ -150,15 +150,21 @@ def test_a_call_margin_turns_a_lean_within_it_into_an_answer_and_says_so() -> No
         gap = brain.last_stats["decision_gap"]
         first = json.loads(next(e.text for e in free.events if isinstance(e, ReplyReceived)))
         assert "calls" in first and gap > 0, (first, gap)
+        # within the margin, with a floor every fit is below: the check is asked there, and answers
         held = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
-                         policies=(Abstain(call_margin=gap + 1.0),))  # fmt: skip
+                         policies=(Abstain(call_margin=gap + 1.0, fit_floor=100.0),))  # fmt: skip
         step = json.loads(next(e.text for e in held.events if isinstance(e, ReplyReceived)))
         # the same lean, measured again (the prompt cache moves it by hundredths), within the margin
         assert "answer" in step and brain.last_stats["decision_gap"] <= gap + 1.0
         acted = [e for e in held.events if isinstance(e, PolicyIntervened) and e.change.startswith("answered")]
         assert len(acted) == 1 and acted[0].policy == "abstain", held.events
+        assert "below the floor 100.000" in acted[0].change
+        # within the margin, but the file tool fits the question better than a floor of -100: it calls
+        fits = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
+                         policies=(Abstain(call_margin=gap + 1.0, fit_floor=-100.0),))  # fmt: skip
+        assert "calls" in json.loads(next(e.text for e in fits.events if isinstance(e, ReplyReceived)))
         below = run_agent(brain, tools, "What colour does colour.txt name?", max_steps=1,
-                          policies=(Abstain(call_margin=gap - 1.0),))  # fmt: skip
+                          policies=(Abstain(call_margin=gap - 1.0, fit_floor=100.0),))  # fmt: skip
         assert "calls" in json.loads(next(e.text for e in below.events if isinstance(e, ReplyReceived)))
     finally:
         brain.close()

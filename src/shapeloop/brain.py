@@ -83,8 +83,8 @@ class Capabilities:
         calibration: values calibrated for the brain's model, by name (``("fit_floor", -0.68)``).
         margins: it honours a request's decision margin (:attr:`Request.call_margin`) where a
             constrained step chooses between calling and answering, from its own logits (the
-            embedded backend with its fast engine), and says in :attr:`Reply.leaned` where the
-            margin changed the choice.
+            embedded backend with its fast engine), asks the request's :attr:`Request.confirm_answer`
+            there, and says in :attr:`Reply.leaned` where the margin changed the choice.
         preset: names of the policies measured to help the brain's model (the catalogue's
             ``preset``; :func:`shapeloop.policies.resolve` names), which the default policies add
             (:class:`~shapeloop.policies.ModelPreset`).
@@ -158,6 +158,11 @@ class Request:
         call_margin: where the step chooses between a call and an answer, call only if the best
             token that opens a call leads the best that opens an answer by more than this (logits);
             None: the model's own choice. Honoured by a brain that declares ``margins``.
+        confirm_answer: with ``call_margin``, where the lean to calling is within it, the brain
+            calls this with the lean (logits) at that token: a reason in words turns the step to an
+            answer, ``""`` keeps the model's own choice. It costs only where the lean is weak (a
+            policy scores the request there, :class:`~shapeloop.policies.Abstain`). None: the
+            margin alone turns it.
     """
 
     messages: Sequence[Message]
@@ -168,6 +173,7 @@ class Request:
     task: str | None = None
     offered: Sequence[tuple[str, str]] = ()
     call_margin: float | None = None
+    confirm_answer: Callable[[float], str] | None = None
 
     def __post_init__(self) -> None:
         if self.schema is not None and self.tools is not None:

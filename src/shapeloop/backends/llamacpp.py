@@ -226,7 +226,7 @@ class LlamaCppBrain(BaseBrain):
             self.llama.eval(tokens[cached:])
             made = self._fast.generate(
                 matcher, max_tokens=budget, temperature=self.temperature, rng=np.random.default_rng(self.seed),
-                call_margin=request.call_margin,
+                call_margin=request.call_margin, confirm_answer=request.confirm_answer,
             )  # fmt: skip
         self.last_stats = {
             "engine": ENGINE, "decode_calls": made.decode_calls, "forced_tokens": made.forced,

@@ -1,31 +1,33 @@
-"""Abstain: at a request's first step, call only where the model leans to calling by more than a
-margin calibrated for it, read off the model's own logits at the token where it chooses, in the same
-forward pass (no extra request).
+"""Abstain: at a request's first step, answer instead of calling where the model leans to calling
+only weakly *and* no offered tool fits the request, both read off the model's own numbers.
 
-Small models call a function where none fits. At the first key of a calls step (``{"calls"`` or
-``{"answer"``; a five-field step's ``action``) the embedded backend sees how far the model leans to
-calling: the best logit that opens a call minus the best that opens an answer. A lean that is not
-above the margin is turned to an answer. The margin is the model's own scale: the catalogue keeps
-one per model (``Capabilities.calibration``: ``call_margin``), read off BFCL's single-turn tune
-sample (``python -m benchmarks.margins``); a model without one, or a brain that does not declare
-``margins`` (one that does not decode through the embedded backend's fast engine), leaves the policy
-out, and the run says so in an event.
+Small models call a function where none fits ("set an alarm" with a date tool draws a date call).
+Two numbers tell such a step apart, and neither alone does:
 
-Measured (``measurements/margins.json``), read off the plain loop's tune records. The catalogue's
-margins are the best the policies' rule allows (no category down by more than 2).
-qwen2.5-coder-0.5b, all 376 single-turn tune first steps, at 0.25: 9 wrong calls turned into right
-answers (irrelevance 4, live irrelevance 5) and 4 right calls into wrong answers (live relevance 2,
-simple python 1, multiple 1); at 0.5 +20 / -6 but live relevance -3; at 0.75 +37 / -13.
-qwen2.5-coder-1.5b, all 376, at 0.5: +19 / -5 (live irrelevance 10, irrelevance 9; live multiple 2,
-multiple, live simple, live relevance 1 each); at 1.0 +33 / -12, multiple -5.
-It is opt-in, in no preset: on the suite's tune half at 0.25 the 0.5B model finished 26 of 65 tasks
-against the plain loop's 29 and gained none (it answered where a file had to be read), the 1.5B
-model at 0.5 finished 40 against 44 in the same run (3 tasks where no tool fits gained; 7 lost, five
-of them files it never read: "the secret word is 'password'"), and at 0.5 the 0.5B model
-answered a live task that needs a tool ("What time is it in Tokyo?", through an MCP time
-server) with a made-up time, calling led by 0.38, where the plain loop calls the server. The same
-margin on the lean to a second call (after a calls step's first call) lost 8 and 16 items (parallel)
-at every margin tried and gained none; it was deleted.
+- the lean to calling, read where the step chooses (``{"calls"`` against ``{"answer"``; a five-field
+  step's ``action``): the best logit that opens a call minus the best that opens an answer, in the
+  same forward pass as the step (no extra request). A weak lean is common on right calls too: alone,
+  at the margins that gained most on BFCL, it lost on the project's suite, answering questions about
+  a file without reading it ("the secret word is 'password'").
+- the fit of the best offered tool to the request (:func:`~shapeloop.policies.fit_floor.task_fit`,
+  the :class:`~shapeloop.policies.FitFloor` measure): ``read_file`` fits a question about a file
+  (0.97 for qwen2.5-coder-1.5b), a date tool does not fit "set an alarm" (-0.84). It costs 3N+1
+  evaluations for N tools, so it is asked only where the lean is weak: the brain calls the policy's
+  check at that token (:attr:`~shapeloop.Request.confirm_answer`), and the step answers where the
+  fit is below the floor.
+
+Both thresholds are the model's own scale, from the catalogue (``Capabilities.calibration``:
+``call_margin`` and ``fit_floor``, the latter shared with :class:`FitFloor`); a model without them,
+or a brain that declares neither ``margins`` nor ``logprobs`` (one that does not decode through the
+embedded backend's fast engine), leaves the policy out, and the run says so in an event. It reads
+numbers, not words: any language the model reads.
+
+Measured (``measurements/lean_fit.json``, ``measurements/policies.json``), first read off the plain
+loop's tune first steps at a lean below 2.0 and the catalogue's floors: BFCL's four report kinds
+(160 items) +12 / -0 (qwen2.5-coder-0.5b) and +12 / -2 (qwen2.5-coder-1.5b), all in irrelevance; the
+suite's tune half +9 / -1 and +4 / -0. The lean alone (the policy's earlier form, deleted) read
++20 / -6 and +19 / -5 on BFCL's tune first steps but finished 26 of the suite's 65 tune tasks
+against the plain loop's 29 (0.5B) and 40 against 44 (1.5B).
 """
 
 from __future__ import annotations
@@ -33,29 +35,52 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shapeloop.policies.base import Policy, RunView, StepShape
+from shapeloop.policies.fit_floor import MAX_TASK_CHARS, task_fit
 
 
 @dataclass(eq=False, repr=False)
 class Abstain(Policy):
-    """At a request's first step, answer where the model's lean to calling is within a margin.
+    """At a request's first step, answer where the model leans to calling by no more than a margin
+    and no offered tool fits the request (its fit below a floor).
 
     Args:
-        call_margin: the lean to calling (logits) a first step needs to call; None takes the brain's
-            calibrated ``call_margin``, and a brain without one leaves the policy out.
+        call_margin: the lean to calling (logits) above which a first step calls unchecked; None
+            takes the brain's calibrated ``call_margin``.
+        fit_floor: the best tool's fit below which a weakly leaning first step answers; None takes
+            the brain's calibrated ``fit_floor``. A brain without a calibrated value that is not
+            given leaves the policy out, with an event that says so.
+        max_task_chars: how much of the request the fit scores, from its start (the cost grows with it).
     """
 
     call_margin: float | None = None
+    fit_floor: float | None = None
+    max_task_chars: int = MAX_TASK_CHARS
 
     @property
     def needs(self) -> frozenset[str]:  # type: ignore[override]
-        """Decision margins honoured by the brain, and a calibrated margin where none is given."""
-        return frozenset({"margins"} if self.call_margin is not None else {"margins", "call_margin"})
+        """Decision margins and log-probabilities from the brain, and the calibrated values not given."""
+        calibrated = {name for name, given in (("call_margin", self.call_margin), ("fit_floor", self.fit_floor))
+                      if given is None}  # fmt: skip
+        return frozenset({"margins", "logprobs", *calibrated})
 
     def shape_step(self, view: RunView) -> StepShape | None:
-        if view.calls or view.step != 1 or not view.tools:
+        if view.calls or view.step != 1 or not view.tools or view.logprobs is None:
             return None
         margin = self.call_margin if self.call_margin is not None else view.calibrated("call_margin")
-        if margin is None:  # not reached through run_agent: needs keeps the policy out
+        floor = self.fit_floor if self.fit_floor is not None else view.calibrated("fit_floor")
+        if margin is None or floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
-        return StepShape(reason="a request's first step calls only with a lean above the model's margin",
-                         call_margin=margin)  # fmt: skip
+        logprobs, many, task = view.logprobs, view.logprobs_many, view.task
+        offered = [(tool.name, tool.description) for tool in view.tools]
+
+        def unfit(lean: float) -> str:
+            """Why the weakly leaning step answers: no tool fits; "" where one does."""
+            del lean
+            fit = task_fit(logprobs, task, offered, self.max_task_chars, many=many)
+            if fit is None or fit >= floor:
+                return ""
+            return f"no offered tool fits the request (the best fit {fit:.3f}, below the floor {floor:.3f})"
+
+        return StepShape(reason="a request's first step calls unchecked only with a lean above the model's margin; "
+                                "below it, only where an offered tool fits the request",
+                         call_margin=margin, confirm_answer=unfit)  # fmt: skip

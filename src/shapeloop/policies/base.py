@@ -106,6 +106,10 @@ class StepShape:
             conversation; the event keeps them).
         call_margin: the step calls only where the model leans to calling by more than this (its
             logits; :attr:`~shapeloop.Request.call_margin`), on a brain that declares ``margins``.
+        confirm_answer: with ``call_margin``, where the lean is within it, the brain asks this with
+            the lean at that token: a reason turns the step to an answer, ``""`` keeps the model's
+            choice (:attr:`~shapeloop.Request.confirm_answer`). What it measures is paid only there.
+            None: the margin alone turns it.
         hold: arguments held to a list of values at this step, by tool and argument name
             (``{"stock_price": {"symbol": ("ZETA", "ZTC")}}``): the step's schema lets the model
             write only those there; the tool's other arguments, and the other tools, are unchanged.
@@ -118,6 +122,7 @@ class StepShape:
     answer: Literal["may", "must", "never"] = "may"
     note: str = ""
     call_margin: float | None = None
+    confirm_answer: Callable[[float], str] | None = None
     hold: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
 
 

@@ -29,9 +29,40 @@ class Shape:
     excluded: frozenset[str] = frozenset()  # tools the step does not offer
     may_answer: bool = True
     note: str = ""  # words the model reads at this step only
-    call_margin: float | None = None  # the decision margin asked of the brain (the largest any policy asks)
-    margins_by: str = ""  # the policy that asked for the margin in force, for the event when it acts
+    leans: tuple[Lean, ...] = ()  # the decision margins the policies ask, in their order
     hold: Hold = ()  # (tool, argument, the values it may take)
+
+    @property
+    def call_margin(self) -> float | None:
+        """The margin asked of the brain: the largest any policy asks (each is checked in :meth:`confirm`)."""
+        return max((lean.margin for lean in self.leans), default=None)
+
+    @property
+    def margins_by(self) -> str:
+        """The policy that asked for the largest margin ("" for none): where the brain turned the step
+        without asking :meth:`confirm`, the margin it held was that one."""
+        return max(self.leans, key=lambda lean: lean.margin).policy if self.leans else ""
+
+    def confirm(self, lean: float) -> tuple[str, str]:
+        """Whether a lean to calling within :attr:`call_margin` turns the step to an answer: the first
+        policy whose margin holds the lean and whose check (if it has one) gives a reason decides,
+        as ``(policy, reason)``; ``("", "")`` keeps the model's choice."""
+        for asked in self.leans:
+            if lean <= asked.margin:
+                why = asked.confirm(lean) if asked.confirm is not None else ""
+                if asked.confirm is None or why:
+                    within = f"not more than {asked.policy}'s margin {asked.margin:.2f}"
+                    return asked.policy, f"{within}, and {why}" if why else within
+        return "", ""
+
+
+@dataclass(frozen=True)
+class Lean:
+    """One policy's decision margin, and the check that must agree before it turns a step."""
+
+    policy: str
+    margin: float
+    confirm: Callable[[float], str] | None = None
 
 
 @dataclass(kw_only=True)
@@ -114,8 +145,7 @@ class PolicySet:
         names = frozenset(tool.name for tool in self.tools)
         last = view.step >= view.max_steps
         offered, must, never, notes = names, False, False, []
-        margin: float | None = None
-        margins_by = ""
+        leans: list[Lean] = []
         held: dict[tuple[str, str], tuple[str, ...]] = {}
         for policy in self.active:
             shape = policy.shape_step(view)
@@ -129,16 +159,16 @@ class PolicySet:
             never |= shape.answer == "never"
             if shape.note:
                 notes.append(shape.note)
-            if shape.call_margin is not None and (margin is None or shape.call_margin >= margin):
-                margin, margins_by = shape.call_margin, policy.name
+            if shape.call_margin is not None:
+                leans.append(Lean(policy.name, shape.call_margin, shape.confirm_answer))
             for tool, arguments in (shape.hold or {}).items():
                 for argument, values in arguments.items():
                     held.setdefault((tool, argument), tuple(values))  # the first policy's hold stands
         hold = tuple((tool, argument, values) for (tool, argument), values in held.items() if tool in names)
-        leans = Shape(call_margin=margin, margins_by=margins_by, hold=hold)
+        leaned = Shape(leans=tuple(leans), hold=hold)
         if must:
-            return replace(leans, excluded=names, may_answer=True, note="\n".join(notes))
-        return replace(leans, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
+            return replace(leaned, excluded=names, may_answer=True, note="\n".join(notes))
+        return replace(leaned, excluded=names - offered, may_answer=not (never and offered), note="\n".join(notes))
 
     def check_call(self, view: RunView, call: ToolCall, emit: Emit) -> Refusal | None:
         """The first policy's refusal of ``call``, or None."""
@@ -206,7 +236,8 @@ def _described(shape: StepShape, names: frozenset[str]) -> str:
     if shape.note:
         parts.append(f"note: {shape.note}")
     if shape.call_margin is not None:
-        parts.append(f"call only with a lean above {shape.call_margin:.2f}")
+        checked = ", or where the policy's check says a call is right" if shape.confirm_answer is not None else ""
+        parts.append(f"call only with a lean above {shape.call_margin:.2f}{checked}")
     for tool, arguments in (shape.hold or {}).items():
         for argument, values in arguments.items():
             parts.append(f"held {tool}.{argument} to {len(values)} values")
