@@ -6,7 +6,9 @@ only where it leans to one by more than another.
 
 writes ``measurements/margins.json``: for each model, every pair of margins tried, gained and lost per
 category, the call margin with the best net gain, and the best within the policies' rule for a
-model's own preset (``within_rule``: the catalogue's ``call_margin``, and ``abstain`` in its preset).
+model's own preset (``within_rule``). It reads the lean alone: ``Abstain`` in that form lost on the
+project's suite and was replaced by the lean and the fit together (:mod:`benchmarks.lean_fit`, whose
+lean of 2.0 is the catalogue's ``call_margin`` now).
 
 The embedded backend records, for a batch step, ``decision_gap`` (at the step's first key: the best
 logit of opening a call minus the best of opening an answer) and ``more_gap`` (after the first call:

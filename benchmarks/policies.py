@@ -46,32 +46,9 @@ RULE = (
 )
 
 
-MARGINS = MEASUREMENTS / "margins.json"
-# policies whose effect on BFCL is read off the plain loop's own records rather than run as a column
-# (benchmarks.margins: the decision is made in the same forward pass, so greedy decoding fixes it)
-READ_OFF = {"abstain"}
-# what kept a policy out of every preset although BFCL's tune figures are within the rule: evidence
-# from outside BFCL, named so that it can be checked again
-VETOES = {
-    "abstain": "on the suite's tune half at its margin (0.25) qwen2.5-coder-0.5b finished 26 of 65 tasks against "
-               "the plain loop's 29, gaining none, and qwen2.5-coder-1.5b at its margin (0.5) 40 against 44 in the "
-               "same run (measurements/suite-abstain/: they answered where a file had to be read); at 0.5 the "
-               "0.5B model answered a live task that needs a tool (tests/test_live_mcp.py, 'What time is it in "
-               "Tokyo?') with a made-up time where the plain loop calls the time server",
-}  # fmt: skip
-
-
-def read_off(margins: Mapping[str, Any], model: str) -> dict[str, Any] | None:
-    """A model's best call margin within the rule, as :mod:`benchmarks.margins` read it off the plain
-    loop's tune records, in the rows' shape (net, gained and lost per category); None where none."""
-    for result in margins.get("results", []):
-        best = result.get("within_rule")
-        if result["model"] == model and result.get("sample") == "tune" and best:
-            return {"model": model, "column": "plain", "read_off": "measurements/margins.json",
-                    "call_margin": best["call_margin"], "items": result["first_steps"],
-                    "net": best["gained"] - best["lost"], "gained": best["gained"], "lost": best["lost"],
-                    "by_category": best["by_category"], "seconds_ratio": 1.0}  # fmt: skip
-    return None
+# what keeps a policy out of every preset although BFCL's tune figures are within the rule: evidence
+# from outside BFCL (the project's suite, a live server), named so that it can be checked again
+VETOES: Mapping[str, str] = {}
 
 
 def tune_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -194,10 +171,10 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     return True, f"net {small['net']:+d} for qwen2.5-coder-0.5b, {large['net']:+d} for qwen2.5-coder-1.5b"
 
 
-def build(records: Sequence[dict[str, Any]], probes: Any = None, margins: Mapping[str, Any] | None = None
+def build(records: Sequence[dict[str, Any]], probes: Any = None, vetoes: Mapping[str, str] = VETOES
           ) -> dict[str, Any]:
-    """The ablation record: each policy column's rows and decision, and the loop against raw.
-    ``margins`` (``margins.json``) gives the rows of the policies in :data:`READ_OFF`."""
+    """The ablation record: each policy column's rows and decision (a policy in ``vetoes`` kept out
+    with its reason), and the loop against raw."""
     tune = tune_records(records)
     # each shipped policy by its name, measured or not (StateLine needs the caller's function: no builder);
     # the five-field step is a step shape, not a policy, and ships as batch=False
@@ -207,11 +184,9 @@ def build(records: Sequence[dict[str, Any]], probes: Any = None, margins: Mappin
     for policy in sorted(columns.keys() | shipped):
         column = columns.get(policy, policy)
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
-        if policy in READ_OFF and margins and small is None and large is None:
-            small, large = read_off(margins, SMALL), read_off(margins, LARGE)
         joins, why = decide(small, large)
-        if policy in VETOES and joins:
-            joins, why = False, f"{why}; kept out: {VETOES[policy]}"
+        if policy in vetoes and joins:
+            joins, why = False, f"{why}; kept out: {vetoes[policy]}"
         rows.append({"policy": policy, "column": column, SMALL: small, LARGE: large, "joins_default": joins,
                      "why": why, "in_code": policy in shipped})  # fmt: skip
     loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
@@ -269,8 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="where to write (default measurements/policies.json)")
     args = parser.parse_args(argv)
     before = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    margins = json.loads(MARGINS.read_text(encoding="utf-8")) if MARGINS.is_file() else None
-    built = build(every_version(read_records(args.records)), before.get("probes"), margins)
+    built = build(every_version(read_records(args.records)), before.get("probes"))
     built["earlier"] = earlier_rows(before, built)
     args.out.write_text(json.dumps(built, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for row in built["policies"]:

@@ -402,20 +402,21 @@ def test_a_rebuilt_policies_file_keeps_an_earlier_round_s_rows_the_records_no_lo
     assert [(row["policy"], row["built"]) for row in kept] == [("lookup-hint", "2026-12-05"), ("older", "2026-11-30")]
 
 
-def test_a_read_off_policy_s_rows_come_from_the_margins_and_a_veto_keeps_it_out_with_its_reason() -> None:
-    from benchmarks.policies import LARGE, SMALL, VETOES, build
+def test_a_veto_keeps_a_policy_that_wins_on_bfcl_out_with_its_reason() -> None:
+    from benchmarks import bfcl_data
+    from benchmarks.policies import LARGE, SMALL, build
 
-    def result(model: str, gained: int, lost: int) -> dict[str, object]:
-        best = {"call_margin": 0.5, "more_margin": None, "gained": gained, "lost": lost, "worst_category_loss": 1,
-                "by_category": {"irrelevance": {"gained": gained, "lost": 0, "items": 40},
-                                "multiple": {"gained": 0, "lost": lost // 2, "items": 40},
-                                "simple_python": {"gained": 0, "lost": lost - lost // 2, "items": 40}}}  # fmt: skip
-        return {"model": model, "sample": "tune", "first_steps": 80, "within_rule": best}
+    tune = bfcl_data.sample("tune")["irrelevance"][:4]
 
-    margins = {"results": [result(SMALL, 9, 4), result(LARGE, 12, 3)]}
-    row = next(r for r in build([], margins=margins)["policies"] if r["policy"] == "abstain")
-    assert (row[SMALL]["net"], row[LARGE]["net"], row[SMALL]["call_margin"]) == (5, 9, 0.5)
-    assert row[SMALL]["by_category"]["simple_python"]["lost"] == 2 and row[SMALL]["items"] == 80
-    assert not row["joins_default"] and row["why"].endswith(VETOES["abstain"]) and "net +5" in row["why"]
+    def record(model: str, column: str, index: int) -> dict[str, object]:
+        return {"model": model, "column": column, "category": "irrelevance", "index": index,
+                "id": f"irrelevance_{index}", "valid": column == "x", "seconds": 2.0,
+                "interventions": {"x": 1} if column == "x" else {}}  # fmt: skip
+
+    records = [record(model, column, i) for model in (SMALL, LARGE) for column in ("plain", "x") for i in tune]
+    free = next(r for r in build(records)["policies"] if r["policy"] == "x")
+    assert free["joins_default"] and free[SMALL]["net"] == 4 and free[LARGE]["net"] == 4
+    held = next(r for r in build(records, vetoes={"x": "it lost on the suite"})["policies"] if r["policy"] == "x")
+    assert not held["joins_default"] and held["why"].endswith("1.5b; kept out: it lost on the suite")
     unmeasured = next(r for r in build([])["policies"] if r["policy"] == "abstain")
     assert unmeasured[SMALL] is None and "not measured" in unmeasured["why"]
