@@ -145,6 +145,17 @@ def test_a_cut_reply_is_not_a_shape_error_and_the_model_is_told_to_be_shorter() 
     assert "shorter" in brain.asked[1].messages[-1]["content"]
 
 
+def test_a_cut_answer_is_told_to_be_a_shorter_answer_not_fewer_calls() -> None:
+    for batch, text in ((True, '{"answer": "The MBTI is a'), (False, '{"reason": "r", "action": "answer", "tool": "')):
+        brain = ScriptedBrain([Reply(text=text, finish=Finish.LENGTH), answer_step("ok")])
+        run_agent(brain, [lookup], "t", batch=batch)
+        told = brain.asked[1].messages[-1]["content"]
+        assert "give a shorter answer" in told and "fewer calls" not in told, told
+    brain = ScriptedBrain([Reply(text='{"calls": [{"name": "lookup", "arg', finish=Finish.LENGTH), answer_step("ok")])
+    run_agent(brain, [lookup], "t", batch=True)
+    assert "make fewer calls at once" in brain.asked[1].messages[-1]["content"]
+
+
 def test_the_retry_of_a_cut_reply_holds_the_answer_to_about_half_its_length_in_the_grammar() -> None:
     # a greedy model asked the same question again writes the same runaway answer: the schema must differ
     cut = Reply(

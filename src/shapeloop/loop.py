@@ -10,6 +10,7 @@ acceptor, tool feedback, guards and events. Help beyond that comes from the run'
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ from shapeloop.run import AgentRun, Mode, StopReason, Transcript, choose_mode
 from shapeloop.step import Batch, Step, batch_json, held_answer, hold_for, names_no_tool
 from shapeloop.toolbox import Toolbox, ToolResult, ToolStatus, call_within
 from shapeloop.tools import ToolCall
+
+ANSWERING = re.compile(r'\s*\{\s*"answer"')  # a calls step being written that opened an answer
+ACTION_ANSWER = re.compile(r'"action"\s*:\s*"answer"')  # a five-field step that chose to answer
 
 
 @dataclass(kw_only=True)
@@ -140,7 +144,8 @@ class Loop:
         self._say("assistant", reply.text)
         if cut_off:
             self._emit(ReplyCut(step=self.step, text=reply.text))
-            self._barren(reply.text, prompts.cut_feedback(batch=self.batch), "cut-off")
+            answering = bool(ANSWERING.match(reply.text)) if self.batch else bool(ACTION_ANSWER.search(reply.text))
+            self._barren(reply.text, prompts.cut_feedback(batch=self.batch, answering=answering), "cut-off")
             return
         step = self._read(reply)
         if step is None:

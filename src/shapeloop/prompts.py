@@ -213,9 +213,10 @@ def unreadable_feedback(error: str, *, batch: bool = False) -> str:
     return f"Your reply was not a valid step ({_clip(error)}). Reply with one JSON object: {shape}."
 
 
-def cut_feedback(*, batch: bool = False) -> str:
-    """After a reply cut off at the length limit."""
-    shorter = "make fewer calls at once" if batch else 'keep "reason" to one short sentence'
+def cut_feedback(*, batch: bool = False, answering: bool = False) -> str:
+    """After a reply cut off at the length limit; ``answering``: it was writing an answer."""
+    shorter = ("give a shorter answer" if answering else "make fewer calls at once" if batch
+               else 'keep "reason" to one short sentence')  # fmt: skip
     return f"Your reply was cut off at the length limit before it was complete. Reply again, shorter: {shorter}."
 
 
