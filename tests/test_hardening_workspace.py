@@ -94,15 +94,17 @@ def test_the_containment_layer_refuses_in_plain_words_and_the_file_tools_add_wha
             root.regular(fd, "docs")
     finally:
         os.close(fd)
+    with pytest.raises(IsAFolder) as writing:  # opened for writing, a folder is refused at the open
+        root.open("docs", os.O_WRONLY | os.O_APPEND | os.O_CREAT, make_dirs=True, hidden=False)
     with pytest.raises(HiddenPath) as hidden:
         root.open(".git/config", os.O_WRONLY | os.O_CREAT, make_dirs=True, hidden=False)
-    for refusal in (str(folder.value), str(hidden.value)):  # no tool's name: Root serves any tool
+    for refusal in (str(folder.value), str(writing.value), str(hidden.value)):  # no tool's name: Root serves any tool
         assert not any(name in refusal for name in ("list_files", "read_file", "append_note")), refusal
     assert not (tmp_path / ".git").exists()
     box = Toolbox(workspace_tools(tmp_path, write=True), approve=lambda call: True)
     read = box.run(ToolCall(tool="read_file", args={"path": "docs"}))
     assert read.status is ToolStatus.ERROR and "'docs' is a directory; use list_files to see inside it" in read.text
     wrote = box.run(ToolCall(tool="append_note", args={"path": "docs", "text": "x"}))
-    assert "'docs' is a directory; name a file" in wrote.text
+    assert "'docs' is a directory; name a file to append to" in wrote.text
     hid = box.run(ToolCall(tool="append_note", args={"path": ".git/config", "text": "x"}))
     assert "is a hidden path ('.git'); append_note does not write there" in hid.text

@@ -164,7 +164,7 @@ class Root:
         if isinstance(exc, NotADirectoryError):
             raise NotAFolder(f"{path!r} is not a directory")
         if isinstance(exc, IsADirectoryError):
-            raise ToolFailure(f"{path!r} is a directory; name a file")
+            raise IsAFolder(f"{path!r} is a directory")
         raise ToolFailure(f"cannot open {path!r}: {exc.strerror}")
 
     def _inside(self, path: str, shown: str | None) -> str:

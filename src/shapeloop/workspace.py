@@ -179,12 +179,14 @@ class Workspace:
             fd, shown = self._root.open(path, flags, make_dirs=True, hidden=False)
         except HiddenPath as exc:
             raise ToolFailure(f"{exc}; append_note does not write there") from None
+        except IsAFolder as exc:  # opened for writing, a folder is refused at the open
+            raise ToolFailure(f"{exc}; name a file to append to") from None
         try:
             self._root.regular(fd, path)
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
-        except IsAFolder as exc:
+        except IsAFolder as exc:  # made a folder between the open and the check
             raise ToolFailure(f"{exc}; name a file to append to") from None
         finally:
             os.close(fd)
