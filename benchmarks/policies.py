@@ -11,7 +11,9 @@ with the same multi-turn adapter (``adapter`` in a record: a column measured bef
 changed is paired with the plain loop's records of its own version), and only items the policy acted
 on count as gained or lost (where it never acted, the run is the plain loop's, and a verdict that
 differs is the backend's noise: the embedded backend evaluates a prompt prefix from its cache in
-other batches, which can flip a greedy choice; those items are listed apart). The file's ``probes``
+other batches, which can flip a greedy choice; those items are listed apart). Seconds compare only
+on items whose two runs found the prompt as cached (``seconds_items``): a column run right after raw
+finds raw's prompt in the cache, one run alone or with ``--cold`` does not. The file's ``probes``
 (one-off first-step experiments, written by hand with their scripts' description) are kept from
 the file as it was, and so are the rows of policies the records no longer measure (``earlier``: an
 earlier round's tune sample, its records moved aside), each with the date it was built.
@@ -122,6 +124,9 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
             row[column] += bool(mine[ident]["valid"])
             row[base] += bool(theirs[ident]["valid"])
     turns = {name: _turn_sums(records, both) for name, records in ((column, mine), (base, theirs))}
+    # seconds compare only where both runs found the prompt as cached (a column run right after raw
+    # finds raw's prompt in the cache, one run alone or --cold does not)
+    timed = [i for i in both if _warm(mine[i]) == _warm(theirs[i])]
     return {
         "model": model, "column": column, "base": base, "items": len(both),
         "interventions": sum(sum((mine[i].get("interventions") or {}).values()) for i in both),
@@ -130,8 +135,8 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         "right": {column: sum(bool(mine[i]["valid"]) for i in both), base: sum(bool(theirs[i]["valid"]) for i in both)},
         "gained": gained, "lost": lost, "net": len(gained) - len(lost), "by_category": categories,
         **({"by_block": blocks} if blocks else {}),
-        "median_seconds": {column: _median(mine, both), base: _median(theirs, both)},
-        "seconds_ratio": _ratio(_median(mine, both), _median(theirs, both)),
+        "median_seconds": {column: _median(mine, timed), base: _median(theirs, timed)}, "seconds_items": len(timed),
+        "seconds_ratio": _ratio(_median(mine, timed), _median(theirs, timed)),
     }  # fmt: skip
 
 
@@ -214,6 +219,13 @@ def policy_name(column: str) -> str:
     """A column's policy set as the row names it: ``plain,state-line`` is ``state-line`` (the plain
     loop is no policy at all)."""
     return ",".join(word for word in column.split(",") if word != BASE) or BASE
+
+
+def _warm(record: Mapping[str, Any]) -> bool:
+    """Whether a run found most of its prompt tokens in the prompt cache (a record without usage: yes)."""
+    usage = record.get("usage") or {}
+    prompt = usage.get("prompt_tokens") or 0
+    return not prompt or (usage.get("cached_tokens") or 0) * 2 >= prompt
 
 
 def _median(records: Mapping[str, dict[str, Any]], ids: Sequence[str]) -> float | None:

@@ -803,3 +803,21 @@ def test_the_five_field_column_asks_for_one_call_a_step_and_is_scored_as_the_cal
     calls = ScriptedBrain([step_calls([(name, args)]), step_answer("done")])
     bfcl_run.run_item(calls, item, "plain", max_steps=4)
     assert '"action"' not in json.dumps(calls.asked[0].schema)  # the plain column asks for the calls step
+
+
+def test_the_ablation_compares_seconds_only_where_both_runs_found_the_prompt_as_cached() -> None:
+    from benchmarks import policies
+
+    tune = bfcl_data.sample("tune")["live_multiple"][:3]
+
+    def record(column: str, index: int, seconds: float, cached: int) -> dict[str, Any]:
+        return {"model": policies.SMALL, "column": column, "category": "live_multiple", "index": index,
+                "id": f"live_multiple_{index}", "valid": True, "seconds": seconds, "interventions": {"x": 1},
+                "usage": {"prompt_tokens": 800, "cached_tokens": cached}}  # fmt: skip
+
+    # the plain loop ran after raw (its prompt cached); the policy alone, cold, but for one item run side by side
+    plain = [record("plain", tune[0], 2.0, 799), record("plain", tune[1], 2.0, 799), record("plain", tune[2], 9.0, 13)]
+    policy = [record("x", tune[0], 12.0, 13), record("x", tune[1], 12.0, 13), record("x", tune[2], 10.8, 13)]
+    row = policies.paired(policies.tune_records(plain + policy), policies.SMALL, "x")
+    assert row is not None and row["items"] == 3 and row["seconds_items"] == 1
+    assert row["seconds_ratio"] == 1.2 and row["median_seconds"] == {"x": 10.8, "plain": 9.0}
