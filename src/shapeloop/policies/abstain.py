@@ -27,12 +27,13 @@ Measured on 2026-12-07 (``measurements/lean_fit.json``, ``measurements/policies.
 
 - read off the plain loop's tune first steps, BFCL's four report kinds (160 items): +12 / -0
   (qwen2.5-coder-0.5b) and +12 / -2 (qwen2.5-coder-1.5b), the gains all irrelevance;
-- run through the loop on BFCL tune items where the plain loop's first step leaned below 2.0 (69 of
-  279 such items for the 0.5B model, 43 of 143 for the 1.5B; the rest not run for time): it turned
-  the steps the read-off named on 37 of 38 and 39 of 40 items; +15 / -1 (irrelevance 12, live
-  irrelevance 3; live relevance -1; live multiple 0 / 0 of 15) and +9 / -2 (irrelevance 9; multiple
-  -1, live relevance -1); on two of the 1.5B model's multi-turn screen entries it turned no turn and
-  left the state as the plain loop did, at far more seconds (the file system's 18 functions);
+- run through the loop on BFCL tune items where the plain loop's first step leaned below 2.0 (98 of
+  279 such items for the 0.5B model, 67 of 143 for the 1.5B; the rest not run for time): it turned
+  the steps the read-off named on 66 of 67 and 63 of 64 items; +15 / -1 (irrelevance 12, live
+  irrelevance 3; live relevance -1; live multiple 0 / 0 of 15, multiple 0 / 0 of 33) and +9 / -3
+  (irrelevance 9; multiple, live simple and live relevance -1 each); on two of the 1.5B model's
+  multi-turn screen entries it turned no turn and left the state as the plain loop did, at far more
+  seconds (the file system's 18 functions);
 - on the suite's tune tasks whose first step leaned below 2.0 and that the read-off said it could
   change, through the loop: +9 / -1 (0.5B: tasks where no tool fits; one question about a file
   answered unread) and +4 / -0 (1.5B), against the plain loop's run of the same day;
