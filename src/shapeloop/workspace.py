@@ -177,19 +177,17 @@ class Workspace:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
             fd, shown = self._root.open(path, flags, make_dirs=True, hidden=False)
+            try:
+                self._root.regular(fd, path)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
         except HiddenPath as exc:
             raise ToolFailure(f"{exc}; append_note does not write there") from None
-        except IsAFolder as exc:  # opened for writing, a folder is refused at the open
+        except IsAFolder as exc:  # refused at the open, or a folder made between the open and the check
             raise ToolFailure(f"{exc}; name a file to append to") from None
-        try:
-            self._root.regular(fd, path)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-        except IsAFolder as exc:  # made a folder between the open and the check
-            raise ToolFailure(f"{exc}; name a file to append to") from None
-        finally:
-            os.close(fd)
         return f"appended {len(payload)} bytes to {shown}"
 
     def _near(self, path: str) -> str:

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shapeloop.policies.base import Policy, RunView, StepShape
-from shapeloop.policies.fit_floor import MAX_TASK_CHARS, task_fit
+from shapeloop.policies.fit_floor import MAX_TASK_CHARS, view_fit
 
 
 @dataclass(eq=False, repr=False)
@@ -88,13 +88,11 @@ class Abstain(Policy):
         floor = self.fit_floor if self.fit_floor is not None else view.calibrated("fit_floor")
         if margin is None or floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
-        logprobs, many, task = view.logprobs, view.logprobs_many, view.task
-        offered = [(tool.name, tool.description) for tool in view.tools]
 
         def unfit(lean: float) -> str:
             """Why the weakly leaning step answers: no tool fits; "" where one does."""
             del lean
-            fit = task_fit(logprobs, task, offered, self.max_task_chars, many=many)
+            fit = view_fit(view, self.max_task_chars)
             if fit is None or fit >= floor:
                 return ""
             return f"no offered tool fits the request (the best fit {fit:.3f}, below the floor {floor:.3f})"

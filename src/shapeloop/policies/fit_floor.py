@@ -81,6 +81,15 @@ def task_fit(
     return max(f + r for f, r in zip(forward, reverse, strict=True))
 
 
+def view_fit(view: RunView, max_task_chars: int = MAX_TASK_CHARS) -> float | None:
+    """:func:`task_fit` of the run's request to the tools it offers, with the brain's scorers; None
+    without tools or a scorer."""
+    if view.logprobs is None:
+        return None
+    offered = [(tool.name, tool.description) for tool in view.tools]
+    return task_fit(view.logprobs, view.task, offered, max_task_chars, many=view.logprobs_many)
+
+
 def _mean(values: Sequence[float]) -> float:
     return fmean(values) if values else 0.0
 
@@ -111,8 +120,7 @@ class FitFloor(Policy):
         floor = self.floor if self.floor is not None else view.calibrated("fit_floor")
         if floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
-        offered = [(tool.name, tool.description) for tool in view.tools]
-        fit = task_fit(view.logprobs, view.task, offered, self.max_task_chars, many=view.logprobs_many)
+        fit = view_fit(view, self.max_task_chars)
         if fit is None or fit >= floor:
             return None
         return StepShape(reason=f"the task's fit to the best tool is {fit:.3f}, below the floor {floor:.3f}",
