@@ -17,6 +17,12 @@ With ``--suite RECORDS`` (a suite run of the plain loop, ``python -m benchmarks 
 --policies plain``), the same on the project's suite: a first step turned into an answer makes a task
 where no tool fits (``no_tool``, ``irrelevant``) a success and a task that needs a tool a failure
 (its first step read nothing), so a rule's tasks gained and lost are read off that run's records.
+
+With ``--top``, the cheaper fit instead (``task_fit(top=k)``: the forward term only for the k tools
+the reverse term ranks first), read off BFCL's tune first steps that offer more than one function:
+each tool's two terms are kept, and for each k the items whose answer it changes against the full
+fit at the model's calibrated floor (a smaller fit can only turn more calls into answers), written
+to ``lean_fit_top.json``.
 """
 
 from __future__ import annotations
@@ -36,11 +42,14 @@ from benchmarks.calibrate import bfcl_fit_of, fit_of
 from benchmarks.common import MEASUREMENTS, make_brain, write
 from benchmarks.suite import Progress
 from shapeloop import Brain
+from shapeloop.models import calibration, lookup
+from shapeloop.policies.fit_floor import fit_terms
 
 ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
 SUITE_ABSTAIN = frozenset({"no_tool", "irrelevant"})  # the suite's kinds where any call fails (read as irrelevance)
 GAPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 FITS = (None, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
+TOPS = (1, 2, 3, 4)
 
 
 def first_steps(model: str, categories: Sequence[str] | None) -> list[tuple[bfcl_data.Item, dict[str, Any]]]:
@@ -52,11 +61,10 @@ def first_steps(model: str, categories: Sequence[str] | None) -> list[tuple[bfcl
     return [(i, plain[i.id]) for i in items]
 
 
-def fits(model: str, threads: int | None, label: str, todo: Mapping[str, Callable[[Brain], float | None]]
-         ) -> dict[str, float | None]:  # fmt: skip
-    """Each named fit, measured on one embedded model loaded for them all."""
+def fits_of(model: str, threads: int | None, label: str, todo: Mapping[str, Callable[[Brain], Any]]) -> dict[str, Any]:
+    """Each named measure, taken on one embedded model loaded for them all."""
     brain = make_brain("llamacpp", model, None, 8192, threads)
-    measured: dict[str, float | None] = {}
+    measured: dict[str, Any] = {}
     progress = Progress(len(todo), label=f"{label} {model}")
     try:
         for name, fit in todo.items():
@@ -72,7 +80,7 @@ def measure(model: str, categories: Sequence[str] | None, max_gap: float, thread
     chosen = first_steps(model, categories)
     lean = {i.id: r.get("decision_gap") if r["stop"] == "called" else None for i, r in chosen}
     todo = {i.id: functools.partial(bfcl_fit_of, item=i) for i, _ in chosen if _below(lean[i.id], max_gap)}
-    measured = fits(model, threads, "fits", todo)
+    measured = fits_of(model, threads, "fits", todo)
     return [{"id": i.id, "category": i.category, "called": r["stop"] == "called", "gap": lean[i.id],
              "fit": measured.get(i.id), "valid": bool(r["valid"])} for i, r in chosen]  # fmt: skip
 
@@ -87,10 +95,43 @@ def measure_suite(model: str, records: Path, max_gap: float, threads: int | None
     lean = {name: (run[name]["decision_gaps"] or [None])[0] if run[name]["first_step"] == "tool" else None
             for name in tasks}  # fmt: skip
     todo = {name: functools.partial(fit_of, task=tasks[name]) for name in tasks if _below(lean[name], max_gap)}
-    measured = fits(model, threads, "suite fits", todo)
+    measured = fits_of(model, threads, "suite fits", todo)
     kinds = {name: "irrelevance" if run[name]["kind"] in SUITE_ABSTAIN else run[name]["kind"] for name in tasks}
     return [{"id": name, "category": kinds[name], "called": lean[name] is not None, "gap": lean[name],
              "fit": measured.get(name), "valid": bool(run[name]["success"])} for name in tasks]  # fmt: skip
+
+
+def measure_terms(model: str, max_gap: float, threads: int | None) -> list[dict[str, Any]]:
+    """Each tool's reverse and forward terms, on the tune first steps offering several functions
+    that called with a lean below ``max_gap`` (where the policy asks the fit)."""
+    chosen = [(i, r) for i, r in first_steps(model, None)
+              if len(i.functions) > 1 and r["stop"] == "called" and _below(r.get("decision_gap"), max_gap)]  # fmt: skip
+
+    def terms_of(brain: Brain, item: bfcl_data.Item) -> list[tuple[float, float | None]]:
+        functions = [(f["name"], f.get("description", "")) for f in item.functions]
+        many = getattr(brain, "continuations_logprobs", None)
+        return fit_terms(brain.continuation_logprobs, item.turns[0][-1]["content"], functions, many=many)  # type: ignore[attr-defined]
+
+    measured = fits_of(model, threads, "terms", {i.id: functools.partial(terms_of, item=i) for i, _ in chosen})
+    return [{"id": i.id, "category": i.category, "gap": r["decision_gap"], "valid": bool(r["valid"]),
+             "terms": measured[i.id]} for i, r in chosen]  # fmt: skip
+
+
+def read_off_tops(items: Sequence[dict[str, Any]], floor: float) -> list[dict[str, Any]]:
+    """For each k, the items whose first step answers with the top-k fit and not with the full one."""
+    rows = []
+    for top in TOPS:
+        changed: dict[str, list[str]] = {"gained": [], "lost": [], "neither": []}
+        for it in items:
+            terms = it["terms"]
+            full = max(r + f for r, f in terms)
+            ranked = sorted(terms, key=lambda t: t[0], reverse=True)[:top]
+            if max(r + f for r, f in ranked) < floor <= full:
+                kind = "gained" if it["category"] in ABSTAIN else "lost" if it["valid"] else "neither"
+                changed[kind].append(it["id"])
+        asked = sum(min(top, len(it["terms"])) for it in items)
+        rows.append({"top": top, "forward_passes": asked, "of": sum(len(it["terms"]) for it in items), **changed})
+    return rows
 
 
 def _below(value: float | None, bound: float) -> bool:
@@ -121,12 +162,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", action="append", required=True)
     parser.add_argument("--category", action="append", help="a tune category (repeatable; default all single-turn)")
     parser.add_argument("--suite", type=Path, metavar="RECORDS", help="the suite instead: a plain-loop run's file")
+    parser.add_argument("--top", action="store_true", help="read off the cheaper top-k fit (lean_fit_top.json)")
     parser.add_argument("--max-gap", type=float, default=max(GAPS), help="fits are measured below this lean")
     parser.add_argument("--threads", type=int, help="the embedded backend's CPU threads (default: every core)")
     parser.add_argument("--out", type=Path, default=MEASUREMENTS, help="folder for lean_fit.json")
     args = parser.parse_args(argv)
     bfcl_data.load()
     results = []
+    if args.top:
+        tops = []
+        for model in args.model:
+            items = measure_terms(model, args.max_gap, args.threads)
+            floor = dict(calibration(lookup(model)))["fit_floor"]
+            tops.append({"model": model, "max_gap": args.max_gap, "fit_floor": floor, "items": items,
+                         "tops": read_off_tops(items, floor)})  # fmt: skip
+        write("lean_fit_top", {"benchmark": "lean_fit_top", "results": tops}, args.out)
+        return
     for model in args.model:
         if args.suite:
             items = measure_suite(model, args.suite, args.max_gap, args.threads)

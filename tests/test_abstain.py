@@ -10,6 +10,7 @@ import re
 from shapeloop import Capabilities, Reply, Request, ScriptedBrain, run_agent, tool
 from shapeloop.events import PolicyIntervened
 from shapeloop.policies import Abstain, Policy, RunView, StepShape, resolve
+from shapeloop.policies.abstain import TOP
 
 
 @tool
@@ -81,6 +82,44 @@ def test_a_weak_lean_where_a_tool_fits_calls_after_the_check() -> None:
     assert [e.change for e in _events(run)] == [
         "call only with a lean above 1.00, or where the policy's check says a call is right"
     ]
+
+
+@tool
+def convert(amount: float, unit: str) -> str:
+    """Convert an amount between units."""
+    return f"{amount} {unit}"
+
+
+@tool
+def lookup_word(word: str) -> str:
+    """Look a word up in a dictionary."""
+    return word
+
+
+@tool
+def roll_dice(sides: int) -> str:
+    """Roll a die with some number of sides."""
+    return str(sides)
+
+
+def test_the_fit_scores_forward_only_the_tools_ranked_first_and_decides_as_the_full_fit_here() -> None:
+    def forward_passes(policy: Abstain, task: str) -> tuple[list[str], bool]:
+        brain = LeaningBrain(lean=0.4)
+        run = run_agent(brain, [convert, weather, lookup_word, roll_dice], task, policies=(policy,))
+        tools = [
+            prefix.split(":")[0].removeprefix("The tool ")
+            for prefix, _ in brain.scored
+            if prefix.startswith("The tool ")
+        ]
+        return tools, bool(_events(run, "answered"))
+
+    assert forward_passes(Abstain(top=None), "What is the weather in Oslo today?") == (
+        ["convert", "weather", "lookup_word", "roll_dice"],
+        False,
+    )
+    assert forward_passes(Abstain(top=1), "What is the weather in Oslo today?") == (["weather"], False)
+    assert forward_passes(Abstain(top=2), "What is the capital of Norway?")[1] is True
+    assert len(forward_passes(Abstain(), "What is the capital of Norway?")[0]) == TOP == 3  # the default
 
 
 def test_a_strong_lean_calls_and_the_fit_is_never_measured() -> None:

@@ -27,7 +27,7 @@ from shapeloop.policies import (
     available,
     resolve,
 )
-from shapeloop.policies.fit_floor import task_fit
+from shapeloop.policies.fit_floor import fit_terms, task_fit
 from shapeloop.tools import ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,6 +126,27 @@ def test_fit_floor_scores_only_the_opening_of_a_long_request() -> None:
     run_agent(brain, [get_weather], long, policies=[FitFloor(max_task_chars=300)])
     assert brain.scored and max(len(prefix) + len(text) for prefix, text in brain.scored) < 450
     assert any(prefix.startswith("A user's request: Please look at this log.") for prefix, _ in brain.scored)
+
+
+def test_the_cheaper_fit_scores_forward_only_the_tools_the_reverse_term_ranks_first() -> None:
+    brain = ScoringBrain([])
+    tools = [("send_mail", "Send an e-mail."), ("get_weather", "The weather in a city."), ("add", "Add two numbers.")]
+    task = "What is the weather in Oslo?"
+
+    def forward_passes() -> list[str]:
+        passes = [prefix.split(":")[0] for prefix, _ in brain.scored if prefix.startswith("The tool ")]
+        brain.scored.clear()
+        return passes
+
+    full = fit_terms(brain.continuation_logprobs, task, tools)
+    assert all(f is not None for _, f in full) and len(forward_passes()) == 3
+    cheap = fit_terms(brain.continuation_logprobs, task, tools, top=1)
+    assert forward_passes() == ["The tool get_weather"]
+    assert [f is not None for _, f in cheap] == [False, True, False]
+    assert [r for r, _ in cheap] == [r for r, _ in full], "the reverse term is scored for every tool either way"
+    score = brain.continuation_logprobs
+    assert task_fit(score, task, tools, top=1) == task_fit(score, task, tools)
+    assert task_fit(score, "Capital of Peru?", tools, top=0) is not None, "top counts from 1"
 
 
 def test_fit_floor_without_a_calibrated_floor_is_left_out_unless_given_one() -> None:

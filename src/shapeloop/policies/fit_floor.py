@@ -22,7 +22,10 @@ scores in a context of its own, so the step's prompt cache is kept. The reverse 
 half, but it does not tell a fitting tool from an unfitting one reliably ("Is it raining in Bergen?"
 and "Who wrote War and Peace?" score alike against a weather tool) and on BFCL's tune sample with
 qwen2.5-coder-0.5b it turned 11 irrelevant requests into answers against 17 for both terms (and 0
-right calls against 2). Measured on BFCL's tune sample (``measurements/policies.json``). The floor
+right calls against 2). What the reverse term does well is rank: the tool that fits best is
+usually among the first it names, so ``top=k`` scores the forward term only for those k tools (N+k+1
+evaluations, k+1 as long as the request; ``Abstain`` does so by default, read off in
+``measurements/lean_fit_top.json``). Measured on BFCL's tune sample (``measurements/policies.json``). The floor
 is the model's own scale: the catalogue keeps one per model (``Capabilities.calibration``,
 ``fit_floor``), fitted on BFCL's single-turn tune sample for the Qwen models (``python -m
 benchmarks.calibrate --bfcl``) and on the project's suite for the others; a model without one gets
@@ -52,6 +55,39 @@ def summary(description: str) -> str:
     return lines[0] if lines else ""
 
 
+def fit_terms(
+    logprobs: LogProbs,
+    task: str,
+    tools: Sequence[tuple[str, str]],
+    max_task_chars: int = MAX_TASK_CHARS,
+    *,
+    many: LogProbsMany | None = None,
+    top: int | None = None,
+) -> list[tuple[float, float | None]]:
+    """Each offered tool's ``(reverse, forward)`` score against the task (its first
+    ``max_task_chars`` characters), in the tools' order.
+
+    The reverse passes share their prefix (the request), and their bases one ("A tool:"): ``many``
+    scores every summary after one prefix at once, where the brain can
+    (:attr:`~shapeloop.policies.base.RunView.logprobs_many`); without it, one by one. The forward
+    passes cannot share (the request comes last), so with ``top`` only the ``top`` tools the reverse
+    term ranks first get one; the others' forward score is None."""
+    if not tools or not task.strip():
+        return []
+    score = many or one_by_one(logprobs)
+    text = " " + " ".join(task.split())[:max_task_chars]
+    docs = [" " + f"{name}: {summary(description)}" for name, description in tools]
+    asked = score(REVERSE.format(task=text.strip()), docs)
+    alone = score(REVERSE_BASE, docs)
+    reverse = [_mean(a) - _mean(b) for a, b in zip(asked, alone, strict=True)]
+    ranked = sorted(range(len(tools)), key=lambda i: reverse[i], reverse=True)
+    chosen = set(ranked if top is None else ranked[: max(top, 1)])
+    base = _mean(logprobs(FORWARD_BASE, text))
+    forward = [_mean(logprobs(FORWARD.format(name=name, description=summary(description)), text)) - base
+               if i in chosen else None for i, (name, description) in enumerate(tools)]  # fmt: skip
+    return list(zip(reverse, forward, strict=True))
+
+
 def task_fit(
     logprobs: LogProbs,
     task: str,
@@ -59,35 +95,22 @@ def task_fit(
     max_task_chars: int = MAX_TASK_CHARS,
     *,
     many: LogProbsMany | None = None,
+    top: int | None = None,
 ) -> float | None:
-    """The best fit of any offered tool ``(name, description)`` to the task (its first
-    ``max_task_chars`` characters): how much the tool and the task make each other more likely, per
-    token (forward + reverse); None without tools.
-
-    The reverse passes share their prefix (the request), and their bases one ("A tool:"): ``many``
-    scores every summary after one prefix at once, where the brain can
-    (:attr:`~shapeloop.policies.base.RunView.logprobs_many`); without it, one by one."""
-    if not tools or not task.strip():
-        return None
-    score = many or one_by_one(logprobs)
-    text = " " + " ".join(task.split())[:max_task_chars]
-    docs = [" " + f"{name}: {summary(description)}" for name, description in tools]
-    asked = score(REVERSE.format(task=text.strip()), docs)
-    alone = score(REVERSE_BASE, docs)
-    reverse = [_mean(a) - _mean(b) for a, b in zip(asked, alone, strict=True)]
-    base = _mean(logprobs(FORWARD_BASE, text))
-    forward = [_mean(logprobs(FORWARD.format(name=name, description=summary(description)), text)) - base
-               for name, description in tools]  # fmt: skip
-    return max(f + r for f, r in zip(forward, reverse, strict=True))
+    """The best fit of any offered tool ``(name, description)`` to the task: how much the tool and
+    the task make each other more likely, per token (forward + reverse, :func:`fit_terms`); with
+    ``top``, of the ``top`` tools the reverse term ranks first; None without tools."""
+    terms = fit_terms(logprobs, task, tools, max_task_chars, many=many, top=top)
+    return max((r + f for r, f in terms if f is not None), default=None)
 
 
-def view_fit(view: RunView, max_task_chars: int = MAX_TASK_CHARS) -> float | None:
+def view_fit(view: RunView, max_task_chars: int = MAX_TASK_CHARS, top: int | None = None) -> float | None:
     """:func:`task_fit` of the run's request to the tools it offers, with the brain's scorers; None
     without tools or a scorer."""
     if view.logprobs is None:
         return None
     offered = [(tool.name, tool.description) for tool in view.tools]
-    return task_fit(view.logprobs, view.task, offered, max_task_chars, many=view.logprobs_many)
+    return task_fit(view.logprobs, view.task, offered, max_task_chars, many=view.logprobs_many, top=top)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -103,10 +126,13 @@ class FitFloor(Policy):
             for the brain's model (``Capabilities.calibration``): a model without one leaves the
             policy out, with an event that says so.
         max_task_chars: how much of the request is scored, from its start (the cost grows with it).
+        top: how many tools the forward term scores, those the reverse term ranks first (cheaper
+            with many tools); None, the default, scores every tool.
     """
 
     floor: float | None = None
     max_task_chars: int = MAX_TASK_CHARS
+    top: int | None = None
 
     @property
     def needs(self) -> frozenset[str]:  # type: ignore[override]
@@ -120,7 +146,7 @@ class FitFloor(Policy):
         floor = self.floor if self.floor is not None else view.calibrated("fit_floor")
         if floor is None:  # not reached through run_agent: needs keeps the policy out
             return None
-        fit = view_fit(view, self.max_task_chars)
+        fit = view_fit(view, self.max_task_chars, self.top)
         if fit is None or fit >= floor:
             return None
         return StepShape(reason=f"the task's fit to the best tool is {fit:.3f}, below the floor {floor:.3f}",
