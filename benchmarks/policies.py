@@ -40,11 +40,13 @@ SMALL, LARGE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 BASE = "plain"
 NOT_POLICIES = {"raw", "plain", "default", "native"}
 MAX_COST = 1.3
+MAX_ENTRY_COST = 1.5  # a multi-turn entry's median seconds against the plain loop's, for either model (issue 46)
 MIN_NET, MAX_CATEGORY_LOSS = 3, 2  # gained less lost, at least; a category's loss, at most
 RULE = (
     f"A policy joins the default when, paired on the same tune items, it gains at least {MIN_NET} items more than "
     f"it loses for qwen2.5-coder-0.5b, loses no tune category by more than {MAX_CATEGORY_LOSS} items, does not lose on "
-    f"qwen2.5-coder-1.5b, and its median seconds a first step are at most {MAX_COST} times the plain loop's."
+    f"qwen2.5-coder-1.5b, its median seconds a first step are at most {MAX_COST} times the plain loop's, and a "
+    f"multi-turn entry's at most {MAX_ENTRY_COST} times, for either model."
 )
 
 
@@ -126,7 +128,8 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
     turns = {name: _turn_sums(records, both) for name, records in ((column, mine), (base, theirs))}
     # seconds compare only where both runs found the prompt as cached (a column run right after raw
     # finds raw's prompt in the cache, one run alone or --cold does not)
-    timed = [i for i in both if _warm(mine[i]) == _warm(theirs[i])]
+    timed = [i for i in both if _warm(mine[i]) == _warm(theirs[i]) and bfcl_block(i) is None]
+    entries = [i for i in both if bfcl_block(i) is not None]  # a whole conversation: compared apart
     return {
         "model": model, "column": column, "base": base, "items": len(both),
         "interventions": sum(sum((mine[i].get("interventions") or {}).values()) for i in both),
@@ -137,6 +140,8 @@ def paired(records: Sequence[dict[str, Any]], model: str, column: str, base: str
         **({"by_block": blocks} if blocks else {}),
         "median_seconds": {column: _median(mine, timed), base: _median(theirs, timed)}, "seconds_items": len(timed),
         "seconds_ratio": _ratio(_median(mine, timed), _median(theirs, timed)),
+        **({"entry_seconds": {column: _median(mine, entries), base: _median(theirs, entries)},
+            "entry_seconds_ratio": _ratio(_median(mine, entries), _median(theirs, entries))} if entries else {}),
     }  # fmt: skip
 
 
@@ -169,6 +174,12 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     if ratio is not None and ratio > MAX_COST:
         return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a first "
                        f"step takes {ratio} times the plain loop's seconds ({MAX_COST} at most): opt-in")  # fmt: skip
+    for measured in (small, large):
+        entry = (measured or {}).get("entry_seconds_ratio")
+        if entry is not None and entry > MAX_ENTRY_COST:
+            return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a "
+                           f"multi-turn entry takes {entry} times the plain loop's seconds for {measured['model']} "
+                           f"({MAX_ENTRY_COST} at most): opt-in")  # fmt: skip
     if large is None:
         return False, f"net {small['net']:+d} for qwen2.5-coder-0.5b, but not yet measured on qwen2.5-coder-1.5b"
     if large["net"] < 0:
@@ -176,8 +187,7 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     return True, f"net {small['net']:+d} for qwen2.5-coder-0.5b, {large['net']:+d} for qwen2.5-coder-1.5b"
 
 
-def build(records: Sequence[dict[str, Any]], probes: Any = None, vetoes: Mapping[str, str] = VETOES
-          ) -> dict[str, Any]:
+def build(records: Sequence[dict[str, Any]], probes: Any = None, vetoes: Mapping[str, str] = VETOES) -> dict[str, Any]:
     """The ablation record: each policy column's rows and decision (a policy in ``vetoes`` kept out
     with its reason), and the loop against raw."""
     tune = tune_records(records)

@@ -420,3 +420,29 @@ def test_a_veto_keeps_a_policy_that_wins_on_bfcl_out_with_its_reason() -> None:
     assert not held["joins_default"] and held["why"].endswith("1.5b; kept out: it lost on the suite")
     unmeasured = next(r for r in build([])["policies"] if r["policy"] == "abstain")
     assert unmeasured[SMALL] is None and "not measured" in unmeasured["why"]
+
+
+def test_a_policy_whose_multi_turn_entries_cost_too_much_for_either_model_stays_out() -> None:
+    from benchmarks import bfcl_data
+    from benchmarks.policies import LARGE, MAX_ENTRY_COST, SMALL, build
+
+    single = bfcl_data.sample("tune")["irrelevance"][:4]
+    entries = bfcl_data.sample("tune")["multi_turn_base"][:2]
+
+    def record(model: str, column: str, category: str, index: int, seconds: float) -> dict[str, object]:
+        return {"model": model, "column": column, "category": category, "index": index,
+                "id": f"{category}_{index}", "valid": column == "x" and category == "irrelevance",
+                "seconds": seconds, "interventions": {"x": 1} if column == "x" else {}}  # fmt: skip
+
+    def built(slow: float) -> dict[str, object]:
+        records = [record(model, column, "irrelevance", i, 2.0)
+                   for model in (SMALL, LARGE) for column in ("plain", "x") for i in single]  # fmt: skip
+        records += [record(model, column, "multi_turn_base", i, 100 * (slow if (model, column) == (LARGE, "x") else 1))
+                    for model in (SMALL, LARGE) for column in ("plain", "x") for i in entries]  # fmt: skip
+        return next(r for r in build(records)["policies"] if r["policy"] == "x")
+
+    cheap = built(MAX_ENTRY_COST)
+    assert cheap["joins_default"] and cheap[SMALL]["seconds_ratio"] == 1.0, "entries are not first steps"
+    slow = built(2.2)
+    assert not slow["joins_default"] and slow[LARGE]["entry_seconds_ratio"] == 2.2
+    assert f"2.2 times the plain loop's seconds for {LARGE}" in slow["why"]
