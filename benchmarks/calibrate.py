@@ -51,7 +51,8 @@ from benchmarks.common import MEASUREMENTS, make_brain, write
 from benchmarks.suite import ABSTAIN_KINDS, CONTEXT, AnyTask, Progress, run_task, tools_for
 from benchmarks.tasks import WORKSPACE
 from shapeloop import Brain, UsageError
-from shapeloop.policies.fit_floor import task_fit
+from shapeloop.policies.base import LogProbs, LogProbsMany
+from shapeloop.policies.fit_floor import fit_terms, task_fit
 
 MAX_COST = 0.02  # the issue's bar: at most two points on the tasks that need a tool
 BFCL_ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
@@ -75,16 +76,36 @@ def bfcl_fit_of(brain: Brain, item: bfcl_data.Item) -> float | None:
     Raises:
         UsageError: the brain cannot score text (``Capabilities.logprobs``).
     """
-    functions = [(f["name"], f.get("description", "")) for f in item.functions]
-    return _fit(brain, item.turns[0][-1]["content"], functions)
+    return _fit(brain, *_bfcl_request(item))
+
+
+def bfcl_terms_of(brain: Brain, item: bfcl_data.Item) -> list[tuple[float, float | None]]:
+    """Each of a BFCL item's functions' two fit terms (``fit_terms``), every function scored.
+
+    Raises:
+        UsageError: the brain cannot score text (``Capabilities.logprobs``).
+    """
+    scores, many = _scorers(brain)
+    return fit_terms(scores, *_bfcl_request(item), many=many)
+
+
+def _bfcl_request(item: bfcl_data.Item) -> tuple[str, list[tuple[str, str]]]:
+    """A BFCL item's last user message and its functions, ``(name, description)``."""
+    return item.turns[0][-1]["content"], [(f["name"], f.get("description", "")) for f in item.functions]
 
 
 def _fit(brain: Brain, task: str, tools: Sequence[tuple[str, str]]) -> float | None:
+    scores, many = _scorers(brain)
+    return task_fit(scores, task, tools, many=many)
+
+
+def _scorers(brain: Brain) -> tuple[LogProbs, LogProbsMany | None]:
+    """The brain's text scorers (one continuation, several after one prefix), refused where it has none."""
     scores = getattr(brain, "continuation_logprobs", None)
     if not brain.capabilities.logprobs or scores is None:
         raise UsageError(f"{type(brain).__name__} cannot score text: the fit floor is calibrated on a brain "
                          "with Capabilities(logprobs=True), such as the embedded backend")  # fmt: skip
-    return task_fit(scores, task, tools, many=getattr(brain, "continuations_logprobs", None))
+    return scores, getattr(brain, "continuations_logprobs", None)
 
 
 def measure(brain: Brain, tasks: Sequence[AnyTask], progress: Progress | None = None) -> list[dict[str, Any]]:

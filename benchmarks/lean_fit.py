@@ -38,12 +38,11 @@ from typing import Any
 
 from benchmarks import bfcl_data
 from benchmarks.bfcl_report import RECORDS, latest, read_records, slug
-from benchmarks.calibrate import bfcl_fit_of, fit_of
+from benchmarks.calibrate import bfcl_fit_of, bfcl_terms_of, fit_of
 from benchmarks.common import MEASUREMENTS, make_brain, write
 from benchmarks.suite import Progress
 from shapeloop import Brain
 from shapeloop.models import calibration, lookup
-from shapeloop.policies.fit_floor import fit_terms
 
 ABSTAIN = frozenset({"irrelevance", "live_irrelevance"})  # BFCL's categories where no function fits
 SUITE_ABSTAIN = frozenset({"no_tool", "irrelevant"})  # the suite's kinds where any call fails (read as irrelevance)
@@ -106,13 +105,7 @@ def measure_terms(model: str, max_gap: float, threads: int | None) -> list[dict[
     that called with a lean below ``max_gap`` (where the policy asks the fit)."""
     chosen = [(i, r) for i, r in first_steps(model, None)
               if len(i.functions) > 1 and r["stop"] == "called" and _below(r.get("decision_gap"), max_gap)]  # fmt: skip
-
-    def terms_of(brain: Brain, item: bfcl_data.Item) -> list[tuple[float, float | None]]:
-        functions = [(f["name"], f.get("description", "")) for f in item.functions]
-        many = getattr(brain, "continuations_logprobs", None)
-        return fit_terms(brain.continuation_logprobs, item.turns[0][-1]["content"], functions, many=many)  # type: ignore[attr-defined]
-
-    measured = fits_of(model, threads, "terms", {i.id: functools.partial(terms_of, item=i) for i, _ in chosen})
+    measured = fits_of(model, threads, "terms", {i.id: functools.partial(bfcl_terms_of, item=i) for i, _ in chosen})
     return [{"id": i.id, "category": i.category, "gap": r["decision_gap"], "valid": bool(r["valid"]),
              "terms": measured[i.id]} for i, r in chosen]  # fmt: skip
 
