@@ -1,5 +1,7 @@
 """The policy ablation: each policy's BFCL column against the plain loop, paired on the same items,
-and the decision by the rule; writes ``measurements/policies.json`` from the BFCL records.
+and the decisions by the rules (:data:`RULE`: the default for every model; :data:`PRESET_RULE`: on
+for one model alone, the catalogue's ``preset``); writes ``measurements/policies.json`` from the
+BFCL records.
 
     python -m benchmarks.bfcl --sample tune --columns raw,plain --policies fit-floor --resume
     python -m benchmarks.policies                 # measurements/policies.json from measurements/bfcl/
@@ -47,6 +49,12 @@ RULE = (
     f"it loses for qwen2.5-coder-0.5b, loses no tune category by more than {MAX_CATEGORY_LOSS} items, does not lose on "
     f"qwen2.5-coder-1.5b, its median seconds a first step are at most {MAX_COST} times the plain loop's, and a "
     f"multi-turn entry's at most {MAX_ENTRY_COST} times, for either model."
+)
+PRESET_RULE = (
+    f"A policy that does not join the default is on for one model alone (the catalogue's preset) when, on that "
+    f"model's paired tune items, it gains at least {MIN_NET} items more than it loses, loses no tune category by "
+    f"more than {MAX_CATEGORY_LOSS} items, its median seconds a first step are at most {MAX_COST} times the plain "
+    f"loop's, and it ran on the model's multi-turn tune entries at most {MAX_ENTRY_COST} times their seconds."
 )
 
 
@@ -187,6 +195,31 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
     return True, f"net {small['net']:+d} for qwen2.5-coder-0.5b, {large['net']:+d} for qwen2.5-coder-1.5b"
 
 
+def decide_preset(measured: Mapping[str, Any] | None, model: str) -> tuple[bool, str]:
+    """Whether a policy is on for ``model`` alone by :data:`PRESET_RULE` (``measured``: its
+    :func:`paired` row for that model), and why, in words. A preset changes every conversation the
+    model holds, so a policy never run on the model's multi-turn entries is not judged."""
+    if measured is None:
+        return False, f"not measured on {model}'s tune items"
+    if measured.get("interventions") == 0:
+        return False, f"never acted on {model}'s {measured['items']} tune items"
+    net, items = measured["net"], measured["items"]
+    worst = max((row["lost"] - row["gained"] for row in measured["by_category"].values()), default=0)
+    if net < MIN_NET:
+        return False, f"net {net:+d} on {items} tune items for {model} ({MIN_NET} needed)"
+    if worst > MAX_CATEGORY_LOSS:
+        return False, f"loses a tune category by {worst} items for {model} ({MAX_CATEGORY_LOSS} at most)"
+    ratio, entry = measured.get("seconds_ratio"), measured.get("entry_seconds_ratio")
+    if ratio is not None and ratio > MAX_COST:
+        return False, f"net {net:+d} for {model}, but a first step takes {ratio} times the seconds ({MAX_COST} at most)"
+    if entry is None:
+        return False, f"net {net:+d} for {model}, but not yet run on its multi-turn tune entries"
+    if entry > MAX_ENTRY_COST:
+        return False, (f"net {net:+d} for {model}, but a multi-turn entry takes {entry} times the seconds "
+                       f"({MAX_ENTRY_COST} at most)")  # fmt: skip
+    return True, f"net {net:+d} on {items} tune items for {model}; a first step {ratio}x, an entry {entry}x"
+
+
 def build(records: Sequence[dict[str, Any]], probes: Any = None, vetoes: Mapping[str, str] = VETOES) -> dict[str, Any]:
     """The ablation record: each policy column's rows and decision (a policy in ``vetoes`` kept out
     with its reason), and the loop against raw."""
@@ -200,15 +233,22 @@ def build(records: Sequence[dict[str, Any]], probes: Any = None, vetoes: Mapping
         column = columns.get(policy, policy)
         small, large = paired(tune, SMALL, column), paired(tune, LARGE, column)
         joins, why = decide(small, large)
-        if policy in vetoes and joins:
-            joins, why = False, f"{why}; kept out: {vetoes[policy]}"
+        presets = {} if joins else {model: decide_preset(measured, model)
+                                    for model, measured in ((SMALL, small), (LARGE, large))}  # fmt: skip
+        if policy in vetoes:
+            joins, why = False, f"{why}; kept out: {vetoes[policy]}" if joins else why
+            presets = {model: (False, f"{said}; kept out: {vetoes[policy]}" if on else said)
+                       for model, (on, said) in presets.items()}  # fmt: skip
         rows.append({"policy": policy, "column": column, SMALL: small, LARGE: large, "joins_default": joins,
-                     "why": why, "in_code": policy in shipped})  # fmt: skip
+                     "why": why, "preset_for": [model for model, (on, _) in presets.items() if on],
+                     "preset_why": {model: said for model, (_, said) in presets.items()},
+                     "in_code": policy in shipped})  # fmt: skip
     loop_vs_raw = {model: paired(tune, model, BASE, base="raw") for model in (SMALL, LARGE)}
     return {
-        "date": datetime.date.today().isoformat(), "rule": RULE, "base": BASE,
+        "date": datetime.date.today().isoformat(), "rule": RULE, "preset_rule": PRESET_RULE, "base": BASE,
         "source": "measurements/bfcl/<model>/<column>.jsonl, the tune sample's items (python -m benchmarks.policies)",
         "default": [row["policy"] for row in rows if row["joins_default"]],
+        "presets": {model: [row["policy"] for row in rows if model in row["preset_for"]] for model in (SMALL, LARGE)},
         "policies": rows, "plain_vs_raw": loop_vs_raw, "probes": probes,
     }  # fmt: skip
 
@@ -272,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for row in built["policies"]:
         where = "joins the default" if row["joins_default"] else "stays out" if row["in_code"] else "not in the code"
         print(f"{row['policy']}: {where} ({row['why']})")
+        for model in row["preset_for"]:
+            print(f"  on for {model} alone ({row['preset_why'][model]})")
     print(f"wrote {args.out}")
 
 

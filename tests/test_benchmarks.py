@@ -446,3 +446,45 @@ def test_a_policy_whose_multi_turn_entries_cost_too_much_for_either_model_stays_
     slow = built(2.2)
     assert not slow["joins_default"] and slow[LARGE]["entry_seconds_ratio"] == 2.2
     assert f"2.2 times the plain loop's seconds for {LARGE}" in slow["why"]
+
+
+def test_a_policy_that_wins_for_one_model_only_is_that_models_preset_once_its_entries_are_measured() -> None:
+    from benchmarks import bfcl_data
+    from benchmarks.policies import LARGE, MAX_ENTRY_COST, SMALL, build
+
+    single = bfcl_data.sample("tune")["irrelevance"][:4]
+    entries = bfcl_data.sample("tune")["multi_turn_base"][:2]
+
+    def record(model: str, column: str, category: str, index: int, seconds: float) -> dict[str, object]:
+        wins = column == "x" and category == "irrelevance"
+        return {"model": model, "column": column, "category": category, "index": index,
+                "id": f"{category}_{index}", "valid": wins if model == SMALL else column == "plain",
+                "seconds": seconds, "interventions": {"x": 1} if column == "x" else {}}  # fmt: skip
+
+    def built(entry_cost: float | None) -> dict[str, object]:
+        records = [record(model, column, "irrelevance", i, 2.0)
+                   for model in (SMALL, LARGE) for column in ("plain", "x") for i in single]  # fmt: skip
+        if entry_cost is not None:
+            records += [record(SMALL, column, "multi_turn_base", i, 100 * (entry_cost if column == "x" else 1))
+                        for column in ("plain", "x") for i in entries]  # fmt: skip
+        whole = build(records)
+        row = next(r for r in whole["policies"] if r["policy"] == "x")
+        assert not row["joins_default"], "it loses every item for the 1.5B model"
+        assert whole["presets"][SMALL] == (["x"] if SMALL in row["preset_for"] else [])
+        assert whole["presets"][LARGE] == [] and "net -4" in row["preset_why"][LARGE]
+        return row
+
+    assert built(MAX_ENTRY_COST)["preset_for"] == [SMALL]
+    unmeasured = built(None)
+    assert unmeasured["preset_for"] == [] and "not yet run on its multi-turn" in unmeasured["preset_why"][SMALL]
+    costly = built(MAX_ENTRY_COST + 0.1)
+    assert costly["preset_for"] == [] and "1.6 times the seconds" in costly["preset_why"][SMALL]
+
+
+def test_the_catalogue_presets_are_the_policies_the_measurements_put_on_for_each_model() -> None:
+    from benchmarks.policies import LARGE, OUT, SMALL
+
+    from shapeloop.models import CATALOGUE
+
+    decided = json.loads(OUT.read_text(encoding="utf-8"))["presets"]
+    assert {m: list(CATALOGUE[m].preset) for m in (SMALL, LARGE)} == decided, "rerun python -m benchmarks.policies"

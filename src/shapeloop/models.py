@@ -134,6 +134,11 @@ CATALOGUE: dict[str, CatalogueModel] = {
             # asks the fit on about a third as many first steps (measurements/lean_fit.json,
             # measurements/bfcl-stride-margin/)
             call_margin=1.0,
+            # Abstain, on for this model alone by benchmarks.policies.PRESET_RULE: on BFCL's tune sample
+            # +19 / -1 on the single-turn items where it acts (irrelevance 9 -> 18 of 40, live
+            # irrelevance 6 -> 16), no multi-turn entry or turn's state lost, a first step 1.16 times the
+            # plain loop's seconds and an entry 1.22 times (measurements/policies.json)
+            preset=("abstain",),
         ),
         CatalogueModel(
             name="qwen2.5-coder-1.5b",
