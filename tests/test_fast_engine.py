@@ -170,6 +170,38 @@ def test_a_call_margin_turns_a_lean_within_it_into_an_answer_and_says_so() -> No
         brain.close()
 
 
+def test_the_half_billion_models_default_is_its_preset_which_answers_where_no_tool_fits() -> None:
+    """qwen2.5-coder-0.5b's catalogue preset is ``abstain``: with no ``policies`` the run adds it and
+    says so, and a question no offered tool fits is answered where the plain loop calls the tool
+    (a lean to calling of about 0.2 here, within the model's margin of 1.0, and a fit near -2.7)."""
+    need_model("qwen2.5-coder-0.5b", fast=True)
+    from shapeloop.backends.llamacpp import LlamaCppBrain
+
+    @tool
+    def calculate_bmi(weight_kg: float, height_m: float) -> str:
+        """Calculate the body mass index from a weight in kilograms and a height in metres."""
+        return str(round(weight_kg / height_m**2, 1))
+
+    brain = LlamaCppBrain("qwen2.5-coder-0.5b", n_ctx=2048)
+    try:
+        assert brain.capabilities.preset == ("abstain",)
+        task = "Who painted the Mona Lisa?"
+        plain = run_agent(brain, [calculate_bmi], task, max_steps=1, policies=())
+        assert plain.policies == () and [e.call.tool for e in plain.events if isinstance(e, ToolCalled)] == [
+            "calculate_bmi"
+        ], "the plain loop calls the one tool here: the case no longer tells the preset apart"
+        default = run_agent(brain, [calculate_bmi], task, max_steps=2)
+        assert default.policies == ("abstain",)
+        said = [e for e in default.events if isinstance(e, PolicyIntervened)]
+        added = [e.policy for e in said if e.hook == "for_run" and e.change == "on for this model"]
+        assert added == ["abstain"], said
+        assert any(e.change.startswith("answered") and "below the floor -0.311" in e.change for e in said), said
+        assert not [e for e in default.events if isinstance(e, ToolCalled)]
+        assert "vinci" in (default.answer or "").lower(), default.answer
+    finally:
+        brain.close()
+
+
 def test_the_fit_floor_scores_a_task_a_tool_fits_above_one_it_does_not_and_the_unfit_one_is_answered() -> None:
     need_model("qwen2.5-coder-0.5b", fast=True)
     from shapeloop.backends.llamacpp import LlamaCppBrain

@@ -7,6 +7,8 @@ name it imports; the docs pages hold the examples that run.
 import re
 from pathlib import Path
 
+from shapeloop.models import CATALOGUE
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
@@ -37,12 +39,21 @@ def test_the_headline_table_has_a_row_for_each_model_and_column_and_the_publishe
     for model in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
         assert re.search(rf"^\| {re.escape(model)} \| raw \(one call, no loop\) \| \d+%", table, re.M), model
         assert re.search(rf"^\| {re.escape(model)} \| raw \(one call, no loop\) \| tune \| \d+%", table, re.M), model
-        # the default preset is the plain loop while no policy has earned a place: one row says both
-        assert re.search(rf"^\| {re.escape(model)} \| plain loop = default preset \(`policies=\(\)`\) \| \d+%",
-                         table, re.M), model  # fmt: skip
+        # a model with no preset: its default is the plain loop, and one row says both; a model with
+        # one: a row for the plain loop and a row for its default, which names the preset
+        preset = CATALOGUE[model].preset
+        rows = ([r"plain loop \(`policies=\(\)`\)", rf"default: its preset \({re.escape(_named(preset))}\)"]
+                if preset else [r"plain loop = default preset \(`policies=\(\)`\)"])  # fmt: skip
+        for row in rows:
+            assert re.search(rf"^\| {re.escape(model)} \| {row} \| \d+%", table, re.M), (model, row)
     assert "| Qwen2.5-0.5B-Instruct | prompt, full precision, BFCL v3 | 53.9 | 34.8 | 16.4 | 0.0 |" in table
     assert "58.0 | 73.9" in table  # Hammer2.1-0.5b, a model fine-tuned for function calling
     assert "pending" not in table
+
+
+def _named(preset: tuple[str, ...]) -> str:
+    """A preset as the README's rows name it: ``abstain`` in backquotes, several joined by ", "."""
+    return ", ".join(f"`{name}`" for name in preset)
 
 
 def _rows(section: str) -> list[dict[str, str]]:
@@ -71,7 +82,11 @@ def test_the_headline_figures_are_the_ones_measured() -> None:
     columns = {"raw (one call, no loop)": "raw", "plain loop = default preset (`policies=()`)": "plain",
                "raw (one call a turn, no results seen)": "raw", "plain loop = default preset": "plain",
                "plain loop + `lookup-hint` (opt-in)": "lookup-hint",
-               "five-field step (`batch=False`)": "five-field"}  # fmt: skip
+               "five-field step (`batch=False`)": "five-field", "plain loop (`policies=()`)": "plain",
+               "plain loop": "plain"}  # fmt: skip
+    # a model's default with a preset: the default column on the report sample, the preset's own
+    # column on tune (the policies' ablation ran it there)
+    presets = {f"default: its preset ({_named(m.preset)})": m.preset for m in CATALOGUE.values() if m.preset}
 
     def measured(model: str, column: str, split: str, category: str, key: str = "right") -> tuple[int, int]:
         (found,) = [s for s in summaries if (s["model"], s["column"], s["split"], s["category"])
@@ -85,7 +100,10 @@ def test_the_headline_figures_are_the_ones_measured() -> None:
     section = README[README.index("## How it does") : README.index("## Documentation")]
     checked = 0
     for row in _rows(section):
-        model, column = row.get("model"), columns.get(row.get("column", ""))
+        model, label = row.get("model"), row.get("column", "")
+        report_rows = row.get("entries", "").startswith("0-") or ("sample" not in row and "entries" not in row)
+        column = columns.get(label) or (("default" if report_rows else ",".join(presets[label]))
+                                        if label in presets else None)  # fmt: skip
         if not model or not column:
             continue
         if "entries" in row:  # multi-turn: "0-19" is the report sample, "100-119" the tune one

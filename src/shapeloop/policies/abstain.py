@@ -55,6 +55,13 @@ catalogue keeps 1.0 for qwen2.5-coder-0.5b since, below):
   model keeps +10 / -1 of its +15 / -1 and its median first step over the stride took 1.00 times
   the plain loop's (``measurements/bfcl-stride-margin/``): the catalogue keeps 1.0 for it.
 
+qwen2.5-coder-0.5b's preset (the catalogue's ``preset``, which the default adds through
+:class:`~shapeloop.policies.ModelPreset`): at its margin of 1.0, over every BFCL single-turn tune item
+where it can act, +19 / -1 (irrelevance 9 -> 18 of 40, live irrelevance 6 -> 16); on its 24
+multi-turn tune entries no entry lost and the state right after 22 of 82 turns against 21, an entry
+1.22 times the plain loop's seconds (``measurements/policies.json``, ``presets``). For
+qwen2.5-coder-1.5b it stays opt-in: its multi-turn entries took 2.2 times the seconds.
+
 The lean alone (this policy's earlier form, deleted) read +20 / -6 and +19 / -5 off BFCL's tune
 first steps but finished 26 of the suite's 65 tune tasks against the plain loop's 29 (0.5B) and 40
 against 44 (1.5B).
