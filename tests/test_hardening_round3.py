@@ -179,14 +179,35 @@ def _slow_strings(count: int) -> Tool:
     )
 
 
-def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
+class Ticks:
+    """A clock for :mod:`shapeloop.pattern` that moves ``step`` seconds each time it is read, starting
+    from the real one: what a check costs is counted in the looks it takes at the clock (one every
+    64 characters of a search), never measured, so a loaded machine changes nothing."""
+
+    def __init__(self, step: float) -> None:
+        self.start, self.step, self.reads = time.monotonic(), step, 0
+
+    def monotonic(self) -> float:
+        self.reads += 1
+        return self.start + (self.reads - 1) * self.step
+
+
+@pytest.fixture
+def ticks(monkeypatch: pytest.MonkeyPatch) -> Ticks:
+    import shapeloop.pattern
+
+    clock = Ticks(step=0.25)
+    monkeypatch.setattr(shapeloop.pattern, "time", clock)
+    return clock
+
+
+def test_all_string_arguments_of_a_call_share_one_pattern_budget(ticks: Ticks) -> None:
     strings = {f"s{i}": "a" * 1000 for i in range(12)}
     brain = ScriptedBrain([tool_step("many", **strings), answer_step("done")])
-    begun = time.monotonic()
-    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose", max_seconds=5, tool_timeout=1)
-    took = time.monotonic() - begun
-    # each check with its own 0.5 s would take 6 s; the bound leaves room for a loaded machine
-    assert took < 3.0, f"12 checks took {took:.2f} s (each had its own 0.5 s before)"
+    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose")
+    # one look to start the budget, the first check's looks until 0.5 s have passed (3), then one
+    # each for the other 11, which find it spent; a budget of 0.5 s each would take 4 looks a check
+    assert ticks.reads <= 1 + 3 + 11, f"{ticks.reads} looks at the clock: the checks did not share one budget"
     fed_back = run.messages[-2]["content"]
     assert "ERROR: invalid arguments for many(" in fed_back
     assert (
@@ -194,22 +215,20 @@ def test_all_string_arguments_of_a_call_share_one_pattern_budget() -> None:
     )
 
 
-def test_checking_the_arguments_counts_inside_the_tool_timeout() -> None:
+def test_checking_the_arguments_counts_inside_the_tool_timeout(ticks: Ticks) -> None:
     box = Toolbox([_slow_strings(12)], timeout=0.2)
-    begun = time.monotonic()
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
-    took = time.monotonic() - begun
-    assert took < 0.45, f"the check ran {took:.2f} s under tool_timeout=0.2"
+    assert ticks.reads <= 1 + 12, f"{ticks.reads} looks: a check ran past the 0.2 s of tool_timeout"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
     assert "in the 0.2 s that all of its patterns share" in result.text
 
 
-def test_checking_the_arguments_counts_inside_the_runs_max_seconds() -> None:
+def test_checking_the_arguments_counts_inside_the_runs_max_seconds(ticks: Ticks) -> None:
     box = Toolbox([_slow_strings(12)], timeout=None)
-    begun = time.monotonic()
     result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
-    assert time.monotonic() - begun < 0.45
+    assert ticks.reads <= 1 + 12, f"{ticks.reads} looks: a check ran past the 0.2 s the run had left"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
+    assert "in the 0.2 s that all of its patterns share" in result.text
 
 
 def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
