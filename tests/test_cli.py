@@ -10,6 +10,7 @@ import pytest
 
 from helpers import answer_step, tool_step
 from shapeloop.cli import main
+from shapeloop.models import CATALOGUE
 
 
 @pytest.fixture
@@ -105,6 +106,12 @@ def test_models_lists_the_catalogue(
     for name in ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]:
         assert name in out
     assert str(tmp_path) in out
+    # a model's preset (the policies its default run adds) is named on its line, and only there
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    for entry in CATALOGUE.values():
+        named = f"preset: {', '.join(entry.preset)}"
+        assert (named in lines[entry.name]) == bool(entry.preset), lines[entry.name]
+    assert "preset: abstain" in lines["qwen2.5-coder-0.5b"]
 
 
 def _tmux(*args: str) -> str:

@@ -251,7 +251,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for entry in models.CATALOGUE.values():
         mark = "pulled" if models.is_pulled(entry.name) else "-"
         default = " (default)" if entry.name == models.DEFAULT_MODEL else ""
-        print(f"  {entry.name:<20} {entry.size / 1e6:>6.0f} MB  {mark:<7} {entry.title}{default}")
+        # the policies its default run adds (--policies plain leaves them out)
+        preset = f"; preset: {', '.join(entry.preset)}" if entry.preset else ""
+        print(f"  {entry.name:<20} {entry.size / 1e6:>6.0f} MB  {mark:<7} {entry.title}{default}{preset}")
     return EXIT_OK
 
 
