@@ -6,6 +6,7 @@ the fix and spells out what the user (or the model) reads.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -180,55 +181,60 @@ def _slow_strings(count: int) -> Tool:
 
 
 class Ticks:
-    """A clock for :mod:`shapeloop.pattern` that moves ``step`` seconds each time it is read, starting
-    from the real one: what a check costs is counted in the looks it takes at the clock (one every
-    64 characters of a search), never measured, so a loaded machine changes nothing."""
+    """A clock that moves ``step`` seconds each time it is read, starting from the real one, put in
+    place of ``time.monotonic``: what a check costs is counted in the looks it takes at the clock
+    (one every 64 characters of a search), never measured, so a loaded machine changes nothing."""
 
-    def __init__(self, step: float) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, step: float) -> None:
         self.start, self.step, self.reads = time.monotonic(), step, 0
+        monkeypatch.setattr(time, "monotonic", self.monotonic)
 
     def monotonic(self) -> float:
         self.reads += 1
         return self.start + (self.reads - 1) * self.step
 
 
-@pytest.fixture
-def ticks(monkeypatch: pytest.MonkeyPatch) -> Ticks:
-    import shapeloop.pattern
-
-    clock = Ticks(step=0.25)
-    monkeypatch.setattr(shapeloop.pattern, "time", clock)
-    return clock
+def _budget(text: str) -> float:
+    """The shared budget a refusal names (``in the 0.2 s that all of its patterns share``)."""
+    found = re.search(r"in the ([\d.]+) s that all of its patterns share", text)
+    assert found, text
+    return float(found.group(1))
 
 
-def test_all_string_arguments_of_a_call_share_one_pattern_budget(ticks: Ticks) -> None:
-    strings = {f"s{i}": "a" * 1000 for i in range(12)}
-    brain = ScriptedBrain([tool_step("many", **strings), answer_step("done")])
-    run = run_agent(brain, [_slow_strings(12)], "t", mode="prose")
-    # one look to start the budget, the first check's looks until 0.5 s have passed (3), then one
-    # each for the other 11, which find it spent; a budget of 0.5 s each would take 4 looks a check
-    assert ticks.reads <= 1 + 3 + 11, f"{ticks.reads} looks at the clock: the checks did not share one budget"
-    fed_back = run.messages[-2]["content"]
-    assert "ERROR: invalid arguments for many(" in fed_back
-    assert (
-        "could not be checked against '^(?:[a-z]?){1500}[a-z]{1500}$' in the 0.5 s that all of its patterns" in fed_back
-    )
-
-
-def test_checking_the_arguments_counts_inside_the_tool_timeout(ticks: Ticks) -> None:
-    box = Toolbox([_slow_strings(12)], timeout=0.2)
-    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
-    assert ticks.reads <= 1 + 12, f"{ticks.reads} looks: a check ran past the 0.2 s of tool_timeout"
-    assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
-    assert "in the 0.2 s that all of its patterns share" in result.text
-
-
-def test_checking_the_arguments_counts_inside_the_runs_max_seconds(ticks: Ticks) -> None:
+def test_all_string_arguments_of_a_call_share_one_pattern_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     box = Toolbox([_slow_strings(12)], timeout=None)
-    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
-    assert ticks.reads <= 1 + 12, f"{ticks.reads} looks: a check ran past the 0.2 s the run had left"
+    ticks = Ticks(monkeypatch, step=0.25)
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
+    looks = ticks.reads
+    monkeypatch.undo()
+    # the toolbox's look and the budget's, the first check's looks until 0.5 s have passed (3), then
+    # one each for the other 11, which find it spent; 0.5 s a check would take 4 looks a check
+    assert looks <= 2 + 3 + 11, f"{looks} looks at the clock: the checks did not share one budget"
+    assert result.status is ToolStatus.ERROR and "ERROR: invalid arguments for many(" in result.text
+    assert "could not be checked against '^(?:[a-z]?){1500}[a-z]{1500}$' in the 0.5 s that all" in result.text
+
+
+def test_checking_the_arguments_counts_inside_the_tool_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    box = Toolbox([_slow_strings(12)], timeout=0.2)
+    ticks = Ticks(monkeypatch, step=0.05)
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
+    looks = ticks.reads
+    monkeypatch.undo()
+    # within 0.2 s the first check looks 4 times, the others once; the pattern's own 0.5 s would be 11
+    assert looks <= 2 + 4 + 11, f"{looks} looks: the checks ran past the 0.2 s of tool_timeout"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
-    assert "in the 0.2 s that all of its patterns share" in result.text
+    assert _budget(result.text) <= 0.2
+
+
+def test_checking_the_arguments_counts_inside_the_runs_max_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    box = Toolbox([_slow_strings(12)], timeout=None)
+    ticks = Ticks(monkeypatch, step=0.05)
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
+    looks = ticks.reads
+    monkeypatch.undo()
+    assert looks <= 3 + 4 + 11, f"{looks} looks: the checks ran past the 0.2 s the run had left"
+    assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
+    assert _budget(result.text) <= 0.2
 
 
 def test_the_time_a_check_took_is_taken_from_the_tools_time() -> None:
