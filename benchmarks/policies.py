@@ -166,28 +166,46 @@ def bfcl_block(ident: str) -> str | None:
     return [name for start, name in BLOCKS if int(number) >= start][-1]
 
 
+def _gain(measured: Mapping[str, Any], model: str) -> str | None:
+    """Why one model's paired row gains too little (net, or a tune category lost), or None."""
+    net, items = measured["net"], measured["items"]
+    worst = max((row["lost"] - row["gained"] for row in measured["by_category"].values()), default=0)
+    if net < MIN_NET:
+        return f"net {net:+d} on {items} tune items for {model} ({MIN_NET} needed)"
+    if worst > MAX_CATEGORY_LOSS:
+        return f"loses a tune category by {worst} items for {model} ({MAX_CATEGORY_LOSS} at most)"
+    return None
+
+
+def _step_cost(measured: Mapping[str, Any]) -> str | None:
+    """Where one model's first steps cost more than :data:`MAX_COST` times the plain loop's: how much."""
+    ratio = measured.get("seconds_ratio")
+    if ratio is not None and ratio > MAX_COST:
+        return f"a first step takes {ratio} times the plain loop's seconds ({MAX_COST} at most)"
+    return None
+
+
+def _entry_cost(measured: Mapping[str, Any] | None) -> str | None:
+    """Where one model's multi-turn entries cost more than :data:`MAX_ENTRY_COST` times the plain
+    loop's: how much, and for which model."""
+    entry = (measured or {}).get("entry_seconds_ratio")
+    if measured is not None and entry is not None and entry > MAX_ENTRY_COST:
+        return (f"a multi-turn entry takes {entry} times the plain loop's seconds for {measured['model']} "
+                f"({MAX_ENTRY_COST} at most)")  # fmt: skip
+    return None
+
+
 def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> tuple[bool, str]:
     """Whether a policy joins the default by :data:`RULE`, and why, in words."""
     if small is None:
         return False, "not measured on qwen2.5-coder-0.5b's tune items: it cannot join"
     if small.get("interventions") == 0:
         return False, f"never acted on its {small['items']} tune items for qwen2.5-coder-0.5b: not judged"
-    worst = max((row["lost"] - row["gained"] for row in small["by_category"].values()), default=0)
-    if small["net"] < MIN_NET:
-        return False, f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b ({MIN_NET} needed)"
-    if worst > MAX_CATEGORY_LOSS:
-        return False, (f"loses a tune category by {worst} items for qwen2.5-coder-0.5b "
-                       f"({MAX_CATEGORY_LOSS} at most)")  # fmt: skip
-    ratio = small.get("seconds_ratio")
-    if ratio is not None and ratio > MAX_COST:
-        return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a first "
-                       f"step takes {ratio} times the plain loop's seconds ({MAX_COST} at most): opt-in")  # fmt: skip
-    for measured in (small, large):
-        entry = (measured or {}).get("entry_seconds_ratio")
-        if entry is not None and entry > MAX_ENTRY_COST:
-            return False, (f"net {small['net']:+d} on {small['items']} tune items for qwen2.5-coder-0.5b, but a "
-                           f"multi-turn entry takes {entry} times the plain loop's seconds for {measured['model']} "
-                           f"({MAX_ENTRY_COST} at most): opt-in")  # fmt: skip
+    if (short := _gain(small, SMALL)) is not None:
+        return False, short
+    for cost in (_step_cost(small), _entry_cost(small), _entry_cost(large)):
+        if cost is not None:
+            return False, f"net {small['net']:+d} on {small['items']} tune items for {SMALL}, but {cost}: opt-in"
     if large is None:
         return False, f"net {small['net']:+d} for qwen2.5-coder-0.5b, but not yet measured on qwen2.5-coder-1.5b"
     if large["net"] < 0:
@@ -197,26 +215,23 @@ def decide(small: Mapping[str, Any] | None, large: Mapping[str, Any] | None) -> 
 
 def decide_preset(measured: Mapping[str, Any] | None, model: str) -> tuple[bool, str]:
     """Whether a policy is on for ``model`` alone by :data:`PRESET_RULE` (``measured``: its
-    :func:`paired` row for that model), and why, in words. A preset changes every conversation the
-    model holds, so a policy never run on the model's multi-turn entries is not judged."""
+    :func:`paired` row for that model), and why, in words: :func:`decide`'s bounds on one model. A
+    preset changes every conversation the model holds, so a policy never run on the model's
+    multi-turn entries is not judged."""
     if measured is None:
         return False, f"not measured on {model}'s tune items"
     if measured.get("interventions") == 0:
         return False, f"never acted on {model}'s {measured['items']} tune items"
+    if (short := _gain(measured, model)) is not None:
+        return False, short
     net, items = measured["net"], measured["items"]
-    worst = max((row["lost"] - row["gained"] for row in measured["by_category"].values()), default=0)
-    if net < MIN_NET:
-        return False, f"net {net:+d} on {items} tune items for {model} ({MIN_NET} needed)"
-    if worst > MAX_CATEGORY_LOSS:
-        return False, f"loses a tune category by {worst} items for {model} ({MAX_CATEGORY_LOSS} at most)"
     ratio, entry = measured.get("seconds_ratio"), measured.get("entry_seconds_ratio")
-    if ratio is not None and ratio > MAX_COST:
-        return False, f"net {net:+d} for {model}, but a first step takes {ratio} times the seconds ({MAX_COST} at most)"
+    if (cost := _step_cost(measured)) is not None:
+        return False, f"net {net:+d} on {items} tune items for {model}, but {cost}"
     if entry is None:
         return False, f"net {net:+d} for {model}, but not yet run on its multi-turn tune entries"
-    if entry > MAX_ENTRY_COST:
-        return False, (f"net {net:+d} for {model}, but a multi-turn entry takes {entry} times the seconds "
-                       f"({MAX_ENTRY_COST} at most)")  # fmt: skip
+    if (cost := _entry_cost(measured)) is not None:
+        return False, f"net {net:+d} on {items} tune items for {model}, but {cost}"
     return True, f"net {net:+d} on {items} tune items for {model}; a first step {ratio}x, an entry {entry}x"
 
 

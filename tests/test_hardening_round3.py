@@ -17,7 +17,7 @@ from helpers import answer_step, tool_step
 from shapeloop import Conversation, ScriptedBrain, StopReason, Tool, run_agent, tool
 from shapeloop.limits import Limits, schema_problem
 from shapeloop.output import typed_answer
-from shapeloop.toolbox import Toolbox, ToolStatus
+from shapeloop.toolbox import Toolbox, ToolResult, ToolStatus
 from shapeloop.tools import ToolCall
 
 
@@ -201,12 +201,21 @@ def _budget(text: str) -> float:
     return float(found.group(1))
 
 
-def test_all_string_arguments_of_a_call_share_one_pattern_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    box = Toolbox([_slow_strings(12)], timeout=None)
-    ticks = Ticks(monkeypatch, step=0.25)
-    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
+def _check_by_looks(
+    monkeypatch: pytest.MonkeyPatch, step: float, timeout: float | None, seconds_left: float | None = None
+) -> tuple[ToolResult, int]:
+    """The call of 12 slow strings run by a toolbox (``timeout``, ``seconds_left``) while a
+    :class:`Ticks` clock of ``step`` stands in for ``time.monotonic``: its result, and the looks it took."""
+    box = Toolbox([_slow_strings(12)], timeout=timeout)
+    ticks = Ticks(monkeypatch, step=step)
+    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=seconds_left)
     looks = ticks.reads
     monkeypatch.undo()
+    return result, looks
+
+
+def test_all_string_arguments_of_a_call_share_one_pattern_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    result, looks = _check_by_looks(monkeypatch, step=0.25, timeout=None)
     # the toolbox's look and the budget's, the first check's looks until 0.5 s have passed (3), then
     # one each for the other 11, which find it spent; 0.5 s a check would take 4 looks a check
     assert looks <= 2 + 3 + 11, f"{looks} looks at the clock: the checks did not share one budget"
@@ -215,11 +224,7 @@ def test_all_string_arguments_of_a_call_share_one_pattern_budget(monkeypatch: py
 
 
 def test_checking_the_arguments_counts_inside_the_tool_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    box = Toolbox([_slow_strings(12)], timeout=0.2)
-    ticks = Ticks(monkeypatch, step=0.05)
-    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}))
-    looks = ticks.reads
-    monkeypatch.undo()
+    result, looks = _check_by_looks(monkeypatch, step=0.05, timeout=0.2)
     # within 0.2 s the first check looks 4 times, the others once; the pattern's own 0.5 s would be 11
     assert looks <= 2 + 4 + 11, f"{looks} looks: the checks ran past the 0.2 s of tool_timeout"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
@@ -227,11 +232,7 @@ def test_checking_the_arguments_counts_inside_the_tool_timeout(monkeypatch: pyte
 
 
 def test_checking_the_arguments_counts_inside_the_runs_max_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    box = Toolbox([_slow_strings(12)], timeout=None)
-    ticks = Ticks(monkeypatch, step=0.05)
-    result = box.run(ToolCall(tool="many", args={f"s{i}": "a" * 1000 for i in range(12)}), seconds_left=0.2)
-    looks = ticks.reads
-    monkeypatch.undo()
+    result, looks = _check_by_looks(monkeypatch, step=0.05, timeout=None, seconds_left=0.2)
     assert looks <= 3 + 4 + 11, f"{looks} looks: the checks ran past the 0.2 s the run had left"
     assert result.status is ToolStatus.ERROR and "could not be checked" in result.text
     assert _budget(result.text) <= 0.2
